@@ -1,0 +1,82 @@
+"""Errors raised on purpose by aiadvisor.
+
+Every message names the value received, what was expected, the valid choices and, where one
+exists, the fix. The notebook magic shows them as a short ``UsageError``; the Python API raises
+them with a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "AIAdvisorError",
+    "InvalidArgumentError",
+    "InvalidModelError",
+    "ModelInputError",
+    "UnknownHardwareError",
+    "HardwareCatalogError",
+    "UnsupportedPrecisionError",
+    "ProfilingError",
+    "close_matches",
+]
+
+
+class AIAdvisorError(Exception):
+    """Base class of every error aiadvisor raises on purpose."""
+
+
+class InvalidArgumentError(AIAdvisorError, ValueError):
+    """An argument has a value outside its valid choices or range."""
+
+
+class InvalidModelError(AIAdvisorError, TypeError):
+    """The object given as a model is not a ``torch.nn.Module``."""
+
+
+class ModelInputError(AIAdvisorError):
+    """The model rejected the example inputs (the model's own error is quoted)."""
+
+
+class ProfilingError(AIAdvisorError):
+    """No profiling path (fake tensors, meta device, real batch of one) could run the model."""
+
+
+class UnknownHardwareError(AIAdvisorError, KeyError):
+    """A hardware name matches no catalog row; the message lists the closest names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class HardwareCatalogError(AIAdvisorError, ValueError):
+    """A hardware spec CSV has a malformed cell (row, column and value are named)."""
+
+
+class UnsupportedPrecisionError(AIAdvisorError, ValueError):
+    """A device cannot run a precision; the message suggests the nearest supported one."""
+
+
+def close_matches(value: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to ``n`` of ``choices`` closest to ``value`` (case-insensitive)."""
+    choices = list(choices)
+    lowered = {c.lower(): c for c in choices}
+    hits = difflib.get_close_matches(str(value).lower(), list(lowered), n=n, cutoff=0.5)
+    return [lowered[h] for h in hits]
+
+
+def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise ``InvalidArgumentError``.
+
+    >>> check_choice("mode", "train", ("train", "infer"))
+    'train'
+    """
+    choices = tuple(choices)
+    if isinstance(value, str) and value in choices:
+        return value
+    hint = close_matches(str(value), choices, n=1)
+    fix = f" Did you mean {hint[0]!r}?" if hint else ""
+    raise InvalidArgumentError(
+        f"{name}={value!r} is not valid: expected one of {', '.join(map(repr, choices))}.{fix}"
+    )

@@ -1,0 +1,309 @@
+"""Frozen, keyword-only dataclasses of plain values exchanged between the layers.
+
+Nothing here imports torch, IPython, ipywidgets or altair. ``pandas`` is imported lazily by the
+few properties that return DataFrames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidArgumentError
+from .units import PRECISIONS
+
+OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer", "other")
+PHASES = ("forward", "backward", "optimizer")
+PROFILE_PATHS = ("fake", "meta", "real")
+
+
+def _check_nonneg(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise InvalidArgumentError(
+                f"{type(obj).__name__}.{name}={value!r} is not valid: expected a finite number >= 0."
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpRecord:
+    """Aten ops of one kind, in one module and one phase, summed over one step.
+
+    FLOPs and bytes are totals over ``count`` calls for the whole batch. ``flops_per_call`` and
+    ``bytes_per_call`` (means) are what a cost model keys its efficiency on.
+    """
+
+    op: str
+    """Aten overload packet, e.g. ``"aten.mm"``."""
+    op_class: str
+    """One of :data:`OP_CLASSES`."""
+    phase: str
+    """One of :data:`PHASES`."""
+    module: str
+    """Fully qualified owning module ("" for the root)."""
+    dtype: str
+    """Dtype of the first tensor output (e.g. ``"float32"``, ``"bfloat16"``)."""
+    count: float
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    repeat: int = 1
+    """How many identical blocks this record stands for (already included in the totals)."""
+
+    def __post_init__(self) -> None:
+        _check_nonneg(self, "count", "flops", "bytes_read", "bytes_written")
+
+    @property
+    def bytes_total(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def flops_per_call(self) -> float:
+        return self.flops / self.count if self.count else 0.0
+
+    @property
+    def bytes_per_call(self) -> float:
+        return self.bytes_total / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryBreakdown:
+    """Bytes held during one step. ``peak_bytes`` is the high-water mark of all live tensors."""
+
+    weights_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    """Tensors saved by forward for backward (train) or the largest live set of intermediate
+    tensors (infer), excluding weights and inputs."""
+    inputs_bytes: int
+    peak_bytes: int
+    temporaries_bytes: int = 0
+    """Peak minus everything persistent at that moment: short-lived workspaces."""
+
+    def __post_init__(self) -> None:
+        _check_nonneg(
+            self, "weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
+            "inputs_bytes", "peak_bytes", "temporaries_bytes",
+        )
+
+    @property
+    def persistent_bytes(self) -> int:
+        """Weights + gradients + optimizer state: what stays between steps."""
+        return self.weights_bytes + self.grads_bytes + self.optimizer_bytes
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleRecord:
+    """Per-module totals (own ops only, not children) for the ``layers`` table."""
+
+    name: str
+    type: str
+    depth: int
+    num_params: int
+    param_bytes: int
+    flops_forward: float
+    flops_backward: float
+    bytes_forward: float
+    bytes_backward: float
+    activation_bytes: int
+    """Bytes of tensors created in this module's forward and saved for backward."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HardwareSpec:
+    """One accelerator or CPU. Every throughput figure is *dense* (never 2:4-sparse)."""
+
+    name: str
+    vendor: str
+    kind: str
+    """gpu, tpu, npu, cpu or edge."""
+    memory_gb: float | None = None
+    """Device memory in GB (1000**3 bytes) as the vendor states it."""
+    memory_bw_gbs: float | None = None
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    int8_tops: float | None = None
+    int4_tops: float | None = None
+    tdp_w: float | None = None
+    interconnect: str | None = None
+    interconnect_bw_gbs: float | None = None
+    """Per-device bandwidth to its peers, GB/s, as the vendor states it (see ``notes``)."""
+    usd_per_hour: float | None = None
+    year: int | None = None
+    source: str = ""
+    notes: str = ""
+    aliases: tuple[str, ...] = ()
+    measured: bool = False
+    """True when the figures come from benchmarking the attached device (``detect(benchmark=True)``)."""
+    launch_overhead_us: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_nonneg(
+            self, "memory_gb", "memory_bw_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops",
+            "fp16_tflops", "fp8_tflops", "int8_tops", "int4_tops", "tdp_w",
+            "interconnect_bw_gbs", "usd_per_hour",
+        )
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory_gb is None else int(self.memory_gb * 1000**3)
+
+    def peak_tflops(self, precision: str) -> float | None:
+        """Dense peak for ``precision`` (TFLOP/s, or TOP/s for integer formats); None if the
+        device has no full-rate engine for it. int4/nf4 weight-only formats compute in 16 bit."""
+        if precision not in PRECISIONS:
+            raise InvalidArgumentError(
+                f"precision={precision!r} is not valid: expected one of {', '.join(PRECISIONS)}."
+            )
+        column = {
+            "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
+            "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
+            "nf4": "bf16_tflops",
+        }[precision]
+        return getattr(self, column)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """Predicted time of one step of a profile on ``num_devices`` of ``hardware``."""
+
+    hardware: str
+    precision: str
+    num_devices: int
+    step_time_s: float
+    throughput: float
+    """Samples per second over all devices."""
+    low_s: float
+    high_s: float
+    bound: str
+    """compute, memory, communication or overhead: the largest share of the step."""
+    confidence: str
+    """high, medium or low; low when the vendor or precision has no measured training data."""
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    communication_s: float = 0.0
+    overhead_s: float = 0.0
+    mfu: float | None = None
+    """Model FLOPs utilisation: FLOPs per step / (step time x dense peak x devices)."""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recommendation:
+    """One piece of advice with the number that triggered it and code to apply it."""
+
+    id: str
+    title: str
+    category: str
+    """hardware, precision, parallelism, memory, speed, data, serving, export or model."""
+    rationale: str
+    code: str
+    predicted_speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    memory_saving_bytes: int | None = None
+    estimated: bool = True
+    """Figures are predictions of the cost model, not measurements."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelProfile:
+    """What one step of a model costs: FLOPs, bytes and memory, per op and per module.
+
+    Built by :func:`aiadvisor.profile`. All counts are per step for the whole batch. ``at()``
+    answers other batch sizes and sequence lengths from the captured traces, without re-tracing.
+    """
+
+    model_name: str
+    model_type: str
+    """Class name of the profiled module."""
+    mode: str
+    precision: str
+    optimizer: str
+    batch_size: int
+    seq_len: int | None
+    """Length of dimension 1 of the token/sequence inputs; None when the inputs have none."""
+    num_params: int
+    num_trainable_params: int
+    flops_forward: float
+    flops_backward: float
+    flops_optimizer: float
+    memory: MemoryBreakdown
+    ops: tuple[OpRecord, ...]
+    modules: tuple[ModuleRecord, ...] = ()
+    path: str = "fake"
+    """How the step was captured: ``fake`` (FakeTensorMode), ``meta`` (meta device) or ``real``
+    (a real batch of one, scaled)."""
+    device: str = "cpu"
+    """Device the user's model lives on."""
+    param_dtype: str = "float32"
+    compute_dtype: str = "float32"
+    """Dtype the GEMMs ran in during the trace (autocast dtype for bf16/fp16)."""
+    num_blocks: int = 0
+    """Number of repeated identical blocks (transformer layers), 0 if none were found."""
+    block_param_bytes: int = 0
+    block_activation_bytes: int = 0
+    """Saved-for-backward bytes of one block (train) at this batch and sequence length."""
+    block_output_bytes: int = 0
+    """Bytes of one block's output tensor: the message size of tensor/pipeline parallel."""
+    measured_step_time_s: float | None = None
+    measured_peak_bytes: int | None = None
+    notes: tuple[str, ...] = ()
+    scaling: Any = None
+    """Private: per-quantity polynomial coefficients in (batch, seq) used by :meth:`at`."""
+
+    def __post_init__(self) -> None:
+        if self.path not in PROFILE_PATHS:
+            raise InvalidArgumentError(
+                f"path={self.path!r} is not valid: expected one of {', '.join(PROFILE_PATHS)}."
+            )
+
+    @property
+    def flops_per_step(self) -> float:
+        return self.flops_forward + self.flops_backward + self.flops_optimizer
+
+    @property
+    def bytes_per_step(self) -> float:
+        return sum(op.bytes_total for op in self.ops)
+
+    @property
+    def layers(self):
+        """One row per module: parameters, FLOPs, bytes and saved activations (pandas)."""
+        import pandas as pd
+
+        columns = [f.name for f in dataclasses.fields(ModuleRecord)]
+        return pd.DataFrame([dataclasses.asdict(m) for m in self.modules], columns=columns)
+
+    @property
+    def ops_table(self):
+        """One row per op record (pandas)."""
+        import pandas as pd
+
+        rows = []
+        for op in self.ops:
+            row = dataclasses.asdict(op)
+            row["bytes_total"] = op.bytes_total
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> "ModelProfile":
+        """The same model at another batch size and/or sequence length (no re-trace)."""
+        from .profiler.scaling import rescale
+
+        return rescale(self, batch_size=batch_size, seq_len=seq_len)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("scaling")
+        return d

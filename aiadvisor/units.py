@@ -1,0 +1,56 @@
+"""Unit constants and formatting. Bytes are ints internally; GiB = 1024**3, GB = 1000**3."""
+
+from __future__ import annotations
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+GB = 1000**3
+TERA = 1e12
+
+#: Bytes per element of each precision name, as stored (nf4/int4: half a byte per weight; the
+#: per-block scales of NF4/GPTQ add about 0.5 bit per weight, counted in ``weight_bits``).
+BYTES_PER_ELEMENT = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "nf4": 0.5,
+}
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+MODES = ("train", "infer")
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "none")
+
+
+def fmt_bytes(num_bytes: float) -> str:
+    """Format a byte count with binary units: ``fmt_bytes(3 * 1024**3) == '3.00 GiB'``."""
+    value = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def fmt_flops(flops: float) -> str:
+    """Format a FLOP count with decimal prefixes: ``fmt_flops(2.5e12) == '2.50 TFLOP'``."""
+    value = float(flops)
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"):
+        if abs(value) < 1000 or unit == "EFLOP":
+            return f"{value:.0f} {unit}" if unit == "FLOP" else f"{value:.2f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def fmt_seconds(seconds: float) -> str:
+    """Format a duration: ``fmt_seconds(0.0123) == '12.3 ms'``."""
+    s = float(seconds)
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.1f} µs"
