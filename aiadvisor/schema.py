@@ -307,3 +307,70 @@ class ModelProfile:
         d = dataclasses.asdict(self)
         d.pop("scaling")
         return d
+
+
+CHECKPOINTING = ("none", "selective", "full")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelConfig:
+    """How a training (or inference) step is spread over devices.
+
+    ``dp_degree * tp_degree * pp_degree`` is the number of devices. ``zero_stage`` 0 is plain
+    data parallel (DDP); 1/2/3 shard optimizer state / + gradients / + parameters (3 = FSDP).
+    """
+
+    dp_degree: int = 1
+    tp_degree: int = 1
+    pp_degree: int = 1
+    zero_stage: int = 0
+    offload: bool = False
+    """Optimizer state (and, with zero_stage 3, parameters) kept in CPU memory."""
+    checkpointing: str = "none"
+    """Activation checkpointing: none, selective (attention only) or full (every block)."""
+    grad_accum_steps: int = 1
+    num_microbatches: int = 1
+    """Pipeline micro-batches per step (bubble fraction = (pp-1)/(m+pp-1))."""
+
+    def __post_init__(self) -> None:
+        for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps", "num_microbatches"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(
+                    f"ParallelConfig.{name}={value!r} is not valid: expected an integer >= 1."
+                )
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise InvalidArgumentError(
+                f"ParallelConfig.zero_stage={self.zero_stage!r} is not valid: expected 0, 1, 2 or 3."
+            )
+        if self.checkpointing not in CHECKPOINTING:
+            raise InvalidArgumentError(
+                f"ParallelConfig.checkpointing={self.checkpointing!r} is not valid: expected one of "
+                f"{', '.join(CHECKPOINTING)}."
+            )
+
+    @property
+    def num_devices(self) -> int:
+        return self.dp_degree * self.tp_degree * self.pp_degree
+
+    @property
+    def label(self) -> str:
+        """Short lowercase label, e.g. ``ddp``, ``fsdp``, ``zero2``, ``fsdp+offload``, ``tp8``,
+        ``fsdp4+tp2``, ``ddp+ckpt``."""
+        parts = []
+        if self.dp_degree > 1 or (self.tp_degree == 1 and self.pp_degree == 1):
+            base = {0: "ddp", 1: "zero1", 2: "zero2", 3: "fsdp"}[self.zero_stage]
+            if self.dp_degree > 1 and (self.tp_degree > 1 or self.pp_degree > 1):
+                base += str(self.dp_degree)
+            parts.append(base)
+        if self.tp_degree > 1:
+            parts.append(f"tp{self.tp_degree}")
+        if self.pp_degree > 1:
+            parts.append(f"pp{self.pp_degree}")
+        if self.offload:
+            parts.append("offload")
+        if self.checkpointing != "none":
+            parts.append("ckpt" if self.checkpointing == "full" else "sel-ckpt")
+        if self.grad_accum_steps > 1:
+            parts.append(f"accum{self.grad_accum_steps}")
+        return "+".join(parts)
