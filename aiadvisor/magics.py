@@ -1,0 +1,238 @@
+"""The ``%advise`` line magic and its ``%config Advisor.*`` settings.
+
+Loading the extension registers the magic and nothing else: torch, pandas, ipywidgets and
+altair are imported when ``%advise`` first runs. Errors raised on purpose by aiadvisor (and bad
+arguments) are shown as a short ``UsageError`` without a traceback; the Python API
+(``aiadvisor.advise``) keeps the traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import keyword
+from collections.abc import Iterator
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Enum, Integer, Unicode
+
+from .errors import AIAdvisorError, close_matches
+from .units import MODES, PRECISIONS
+
+__all__ = ["Advisor", "load_ipython_extension", "unload_ipython_extension"]
+
+_OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert")
+
+
+@magics_class
+class Advisor(Magics):
+    """``%advise MODEL INPUTS``: profile a model and show the advice dashboard.
+
+    Settings (``%config Advisor.<name> = value``) give the defaults used when an option is not
+    on the ``%advise`` line.
+    """
+
+    default_mode = Enum(MODES, default_value="train", config=True,
+                        help="Mode used when --mode is not given: 'train' or 'infer'.")
+    default_hardware = Unicode("", config=True,
+                               help="Catalog name used when --hardware is not given "
+                                    "('' lets the advisor choose).")
+    default_devices = Integer(0, min=0, config=True,
+                              help="Number of devices used when --devices is not given "
+                                   "(0 lets the advisor choose).")
+    default_precision = Unicode("", config=True,
+                                help="Precision used when --precision is not given "
+                                     "('' lets the advisor choose).")
+    widgets = Bool(True, config=True,
+                   help="Show the interactive dashboard where the front end runs widgets; "
+                        "False always shows the static report (HTML and text).")
+    offline_charts = Enum(("auto", "always", "never"), default_value="auto", config=True,
+                          help="Bundle the chart library into the page (needs vl-convert-python) "
+                               "instead of loading it from a CDN. 'auto': when vl-convert is "
+                               "installed.")
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.last_view: Any = None
+        """The last dashboard (or report) shown; ``--insert`` reads its current report."""
+
+    @magic_arguments()
+    @argument("model", nargs="?", help="Name of the torch.nn.Module in the notebook.")
+    @argument("inputs", nargs="?",
+              help="Name of an example batch: a tensor, a tuple of arguments or a dict of "
+                   "keyword arguments.")
+    @argument("--mode", help="'train' (forward, backward, optimizer) or 'infer'.")
+    @argument("--batch", type=int, metavar="N", help="Batch size to advise for (default: the "
+              "example's).")
+    @argument("--seq", type=int, metavar="N", help="Sequence length to advise for (default: the "
+              "example's).")
+    @argument("--hardware", metavar="NAME", help='Target device, e.g. "NVIDIA H100 SXM".')
+    @argument("--devices", type=int, metavar="N", help="Number of devices to plan for.")
+    @argument("--precision", metavar="P", help=f"One of {', '.join(PRECISIONS)}.")
+    @argument("--insert", metavar="N",
+              help="Insert the code of recommendation N (its number, or its id) of the last "
+                   "report in a new cell below.")
+    @line_magic
+    def advise(self, line: str = "") -> None:
+        """Profile a model on an example batch and show where its time and memory go.
+
+        Shows a dashboard with the profile, a hardware ranking, precision and parallelism
+        plans, and recommendations whose code one click inserts below. Batch size, sequence
+        length, device count and precision can be changed in the dashboard without re-running
+        the model. Every speed, memory and cost figure is an estimate from aiadvisor's cost
+        model unless it says it was measured.
+
+        Examples
+        --------
+        ::
+
+            %advise model x
+            %advise model batch --mode infer --hardware "NVIDIA H100 SXM" --devices 8
+            %advise --insert 2          # code of recommendation 2 in a new cell below
+            %config Advisor.default_mode = "infer"
+        """
+        args = _parse(self.advise, line)
+        with _short_errors():
+            if args.insert is not None:
+                self._insert(args.insert)
+                return
+            self._advise(args)
+
+    # --- sub-commands ---------------------------------------------------------------
+    def _advise(self, args: Any) -> None:
+        if args.model is None or args.inputs is None:
+            raise UsageError("%advise needs a model and an example batch, e.g. `%advise model x`."
+                             " See `%advise?`.")
+        model = self._lookup(args.model, "MODEL")
+        inputs = self._lookup(args.inputs, "INPUTS")
+        options = self._options(args)
+        from .widgets.show import show_advice
+
+        self.last_view = show_advice(
+            model, inputs, options=options, shell=self.shell, use_widgets=self._use_widgets(),
+            offline_charts=self.offline_charts,
+        )
+
+    def _insert(self, which: str) -> None:
+        report = getattr(self.last_view, "report", self.last_view)
+        if report is None:
+            raise UsageError("There is no report yet: run `%advise MODEL INPUTS` first.")
+        rec, number = _pick_recommendation(report.recommendations, which)
+        self.shell.set_next_input(rec.code, replace=False)
+        print(f"Inserted recommendation {number} ({rec.title}) in a new cell below.")
+
+    # --- helpers --------------------------------------------------------------------
+    def _lookup(self, name: str, role: str) -> Any:
+        user_ns = self.shell.user_ns
+        head, *attrs = name.split(".")
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in [head, *attrs]):
+            raise UsageError(f"{role} must be the name of a variable in the notebook, got "
+                             f"{name!r}. Assign it first, e.g. `x = ...`, then `%advise model x`.")
+        if head not in user_ns:
+            hidden = getattr(self.shell, "user_ns_hidden", {})
+            visible = [k for k in user_ns if not k.startswith("_") and k not in hidden]
+            hint = close_matches(head, visible, n=1)
+            fix = f" Did you mean {hint[0]!r}?" if hint else ""
+            raise UsageError(f"{role} {head!r} is not defined in the notebook.{fix}")
+        value = user_ns[head]
+        for i, attr in enumerate(attrs):
+            if not hasattr(value, attr):
+                owner = ".".join([head, *attrs[:i]])
+                raise UsageError(f"{role} {name!r}: {owner!r} has no attribute {attr!r}.")
+            value = getattr(value, attr)
+        return value
+
+    def _options(self, args: Any) -> dict[str, Any]:
+        mode = args.mode if args.mode is not None else self.default_mode
+        if mode not in MODES:
+            raise UsageError(_choice_message("--mode", mode, MODES))
+        precision = args.precision if args.precision is not None else self.default_precision
+        if precision and precision.lower() not in PRECISIONS:
+            raise UsageError(_choice_message("--precision", precision, PRECISIONS))
+        for flag, value in (("--batch", args.batch), ("--seq", args.seq),
+                            ("--devices", args.devices)):
+            if value is not None and value < 1:
+                raise UsageError(f"{flag} {value} is not valid: expected an integer >= 1.")
+        options = {
+            "mode": mode,
+            "hardware": args.hardware or self.default_hardware or None,
+            "num_devices": args.devices or self.default_devices or None,
+            "precision": precision.lower() or None,
+            "batch_size": args.batch,
+            "seq_len": args.seq,
+            "model_name": args.model,
+            "inputs_name": args.inputs,
+        }
+        return {k: v for k, v in options.items() if v is not None}
+
+    def _use_widgets(self) -> bool:
+        """Widgets need a kernel with comms (not a terminal) and the optional UI packages."""
+        if not self.widgets or getattr(self.shell, "kernel", None) is None:
+            return False
+        from .widgets.show import widgets_available
+
+        return widgets_available()
+
+
+def _parse(magic: Any, line: str) -> Any:
+    for token in line.split():
+        if token.startswith("--"):
+            flag = token.split("=", 1)[0]
+            if not any(opt.startswith(flag) for opt in _OPTIONS):
+                hint = close_matches(flag, _OPTIONS, n=1)
+                fix = f" Did you mean {hint[0]}?" if hint else ""
+                raise UsageError(f"%advise has no option {flag}.{fix} Options: "
+                                 f"{', '.join(_OPTIONS)}.")
+    return parse_argstring(magic, line)
+
+
+def _choice_message(flag: str, value: str, choices: tuple[str, ...]) -> str:
+    hint = close_matches(value, choices, n=1)
+    fix = f" Did you mean {hint[0]!r}?" if hint else ""
+    return f"{flag} {value!r} is not valid: expected one of {', '.join(choices)}.{fix}"
+
+
+def _pick_recommendation(recommendations: list[Any], which: str) -> tuple[Any, int]:
+    if not recommendations:
+        raise UsageError("The last report has no recommendations to insert.")
+    count = len(recommendations)
+    if which.isdigit():
+        number = int(which)
+        if not 1 <= number <= count:
+            raise UsageError(f"--insert {number}: the last report has recommendations 1 to "
+                             f"{count}.")
+        return recommendations[number - 1], number
+    ids = [rec.id for rec in recommendations]
+    if which in ids:
+        return recommendations[ids.index(which)], ids.index(which) + 1
+    hint = close_matches(which, ids, n=1)
+    fix = f" Did you mean {hint[0]!r}?" if hint else ""
+    raise UsageError(f"--insert {which!r}: no recommendation has that number or id "
+                     f"(numbers 1 to {count}).{fix}")
+
+
+@contextlib.contextmanager
+def _short_errors() -> Iterator[None]:
+    """Show aiadvisor's own errors as a one-line UsageError (no traceback)."""
+    try:
+        yield
+    except AIAdvisorError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext aiadvisor``: register ``%advise`` and the ``Advisor`` settings."""
+    magics = Advisor(shell=ipython)
+    ipython.register_magics(magics)
+    if magics not in ipython.configurables:
+        ipython.configurables.append(magics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext aiadvisor``: remove ``%advise`` and the ``Advisor`` settings."""
+    ipython.magics_manager.magics["line"].pop("advise", None)
+    registry = ipython.magics_manager.registry
+    registry.pop("Advisor", None)
+    ipython.configurables[:] = [c for c in ipython.configurables if not isinstance(c, Advisor)]
