@@ -114,6 +114,8 @@ class ModuleRecord:
     bytes_backward: float
     activation_bytes: int
     """Bytes of tensors created in this module's forward and saved for backward."""
+    repeat: int = 1
+    """How many identical blocks share this row (``model.layers.*.mlp``): values are per block."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,391 @@
+"""``aiadvisor.profile``: what one training or inference step of a live PyTorch model costs.
+
+The step is captured on fake tensors (``FakeTensorMode``): no real memory is allocated, so a 70B
+model profiles on a laptop. Per aten op we record FLOPs (``torch.utils.flop_counter``'s formulas
+plus our own for recurrent layers), bytes read and written, phase and owning module; weak
+references to storages give saved activations and the peak. Repeated identical blocks are traced
+once and multiplied. When fake tensors cannot run the model (data-dependent shapes) the meta
+device is tried, then a real batch of one; ``profile.path`` says which ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
+from ..schema import ModelProfile
+from ..units import MODES, OPTIMIZERS, PRECISIONS
+from . import assemble
+from .scaling import fit, grid
+
+__all__ = ["profile"]
+
+# Bytes of optimizer traffic and FLOPs per trainable element in one step() (torch.optim update
+# rules): AdamW reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq
+# (7 tensors); ~14 FLOPs (lerp 3, mul+addcmul 4, sqrt+div+add 3, addcdiv 3, decay 1).
+# SGD with momentum reads p, g, buf and writes buf, p (5); plain SGD reads p, g, writes p (3).
+_OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), "sgd": (3, 2)}
+
+
+def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: str = "adamw",
+            precision: str = "fp32", measure: bool = False, model_name: str | None = None,
+            scaling: bool = True, repeated_blocks: bool = True,
+            measure_steps: int = 5) -> ModelProfile:
+    """Profile one step of ``model`` on ``example_inputs`` without changing either.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The live model, on any device (including ``meta``).
+    example_inputs : Tensor, tuple or dict
+        One batch: a tensor, a tuple of positional arguments, or a dict of keyword arguments.
+        Dimension 0 is the batch; dimension 1 of token-id tensors (and of rank-3 float tensors)
+        is the sequence.
+    mode : {"train", "infer"}
+        ``train`` captures forward, backward and the optimizer step; ``infer`` one forward
+        under ``torch.no_grad()``.
+    optimizer : {"adamw", "adam", "sgd", "sgd_momentum", "none"}
+        Optimizer whose state and step are added in training.
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"}
+        ``bf16``/``fp16`` trace under ``torch.autocast`` (mixed precision with FP32 master
+        weights in training; half-precision weights in inference). 8- and 4-bit formats store
+        weight matrices in that many bits (inference) and compute in bf16.
+    measure : bool
+        Also time ``measure_steps`` real steps on the model's device (median after a warm-up)
+        and record the real peak memory; everything touched is restored.
+    scaling : bool
+        Trace at a few more batch sizes / sequence lengths so ``prof.at(...)`` needs no re-trace.
+    repeated_blocks : bool
+        Trace one of N identical blocks and multiply (exact for identical layers).
+
+    Returns
+    -------
+    ModelProfile
+
+    Examples
+    --------
+    >>> import torch, aiadvisor as aa
+    >>> prof = aa.profile(torch.nn.Linear(1024, 1024), torch.randn(32, 1024))
+    >>> prof.flops_forward  # 2 * 32 * 1024 * 1024
+    67108864.0
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise InvalidModelError(
+            f"model of type {type(model).__name__} is not valid: expected a torch.nn.Module "
+            "(e.g. the model object you train, not its output or state_dict)."
+        )
+    check_choice("mode", mode, MODES)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_choice("precision", precision, PRECISIONS)
+    from . import inputs as inputs_mod
+    from .blocks import find_repeated_blocks
+
+    spec = inputs_mod.normalize(example_inputs)
+    plan = find_repeated_blocks(model) if repeated_blocks else None
+    with _preserve_rng():
+        result, path, plan, notes = _first_trace(model, spec, mode=mode, precision=precision,
+                                                 plan=plan)
+        static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
+                         precision=precision, model_name=model_name, notes=notes)
+        base = (spec.batch_size, spec.seq_len)
+        samples = {base: _dynamic(result, plan, static)}
+        fitted = None
+        if scaling and path != "real":
+            fitted = _scaling_fit(model, spec, samples, static, plan, path=path, mode=mode,
+                                  precision=precision)
+        elif path == "real":
+            samples = _real_batch_samples(samples[base], spec, static)
+            pts = [(1, None), (2, None)]
+            fitted = fit(pts, [samples[p] for p in pts], batch_size=1, seq_len=None)
+            samples = {base: assemble_scaled(fitted, spec.batch_size)}
+    dyn = samples[base]
+    prof = assemble.build_profile(static, dyn, batch_size=spec.batch_size, seq_len=spec.seq_len)
+    if fitted is not None:
+        import dataclasses
+
+        prof = dataclasses.replace(prof, scaling={"fit": fitted, "static": static})
+    if measure:
+        from .measure import measure_step
+
+        prof = measure_step(model, spec, prof, mode=mode, optimizer=optimizer,
+                            precision=precision, num_steps=measure_steps)
+    return prof
+
+
+@contextlib.contextmanager
+def _preserve_rng():
+    import torch
+
+    cpu_state = torch.get_rng_state()
+    cuda_states = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _first_trace(model, spec, *, mode, precision, plan):
+    """Try fake tensors, then the meta device, then a real batch of one; with the repeated-block
+    shortcut first and without it if that fails."""
+    from .trace import run_trace
+
+    errors: list[str] = []
+    notes: list[str] = []
+    for path in ("fake", "meta", "real"):
+        for p in ([plan, None] if plan is not None else [None]):
+            if path == "real" and _on_meta(model):
+                continue
+            try:
+                result = run_trace(model, spec, path=path, mode=mode, precision=precision,
+                                   batch_size=spec.batch_size, seq_len=spec.seq_len, plan=p)
+            except Exception as exc:  # noqa: BLE001 - every failure is reported below
+                errors.append(f"{path}{'' if p is None else ' (one block)'}: "
+                              f"{type(exc).__name__}: {_first_line(exc)}")
+                last_exc = exc
+                continue
+            if errors:
+                notes.append("fell back to the " + path + " path after: " + " | ".join(errors))
+            if p is not None:
+                notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
+                             f"{p.path!r} and multiplied")
+            return result, path, p, notes
+    if _looks_like_input_error(last_exc):
+        raise ModelInputError(
+            f"the model rejected the example inputs {spec.shapes()}: {type(last_exc).__name__}: "
+            f"{_first_line(last_exc)}. Expected inputs the model accepts in a normal call "
+            "model(*args, **kwargs)."
+        ) from last_exc
+    raise ProfilingError(
+        "no profiling path could run the model on inputs " + spec.shapes() + ": "
+        + " | ".join(errors)
+    ) from last_exc
+
+
+def _looks_like_input_error(exc: Exception) -> bool:
+    return not type(exc).__module__.startswith("torch._subclasses")
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else ""
+
+
+def _on_meta(model) -> bool:
+    from .trace import model_device
+
+    return model_device(model).type == "meta"
+
+
+def _static(model, result, plan, *, path, mode, optimizer, precision, model_name, notes):
+    from .blocks import starred
+    from .trace import _param_dtype
+
+    params = _unique_params(model)
+    num_params = sum(p.numel() for p in params)
+    trainable = [p for p in params if p.requires_grad]
+    trainable_bytes = sum(p.numel() * p.element_size() for p in trainable)
+    weights = _weights_bytes(model, params, mode=mode, precision=precision)
+    train = mode == "train"
+    opt = optimizer if train else "none"
+    device = str(next(iter(params), None).device) if params else "cpu"
+    max_param = max((p.numel() * p.element_size() for p in trainable), default=0)
+    static: dict[str, Any] = {
+        "model_name": model_name or type(model).__name__, "model_type": type(model).__name__,
+        "mode": mode, "precision": precision, "optimizer": opt, "path": path, "device": device,
+        "num_params": num_params, "num_trainable_params": sum(p.numel() for p in trainable),
+        "weights_bytes": weights, "traced_weights_bytes": result.weights_bytes,
+        "grads_bytes": trainable_bytes if train else 0,
+        "optimizer_bytes": assemble.optimizer_bytes(opt, trainable_bytes) if train else 0,
+        "optimizer_temporaries_bytes": assemble.optimizer_temporaries(
+            opt, trainable_bytes=trainable_bytes, max_param_bytes=max_param,
+            foreach=device.startswith("cuda")),
+        "param_dtype": str(_param_dtype(model)).removeprefix("torch."),
+        "compute_dtype": result.compute_dtype,
+        "num_blocks": plan.num_blocks if plan else 0,
+        "block_param_bytes": plan.block_param_bytes if plan else 0,
+        "notes": list(notes), "op_info": {},
+        "module_info": _module_info(model, plan, starred),
+        "optimizer_op": _optimizer_op(opt, trainable) if train and opt != "none" else None,
+    }
+    if mode == "infer" and precision not in ("fp32", "tf32"):
+        static["notes"].append(
+            f"inference weights stored in {precision} ({_WEIGHT_NOTE.get(precision, '')})")
+    return static
+
+
+_WEIGHT_NOTE = {
+    "bf16": "2 bytes each", "fp16": "2 bytes each",
+    "fp8": "weight matrices 1 byte, other tensors 2 bytes",
+    "int8": "weight matrices 1 byte, other tensors 2 bytes",
+    "int4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
+    "nf4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
+}
+
+
+def _weights_bytes(model, params, *, mode, precision) -> int:
+    """Weights as stored. Training keeps the model's own dtype (FP32 masters under autocast).
+    Inference in 16 bits stores every floating tensor in 2 bytes; 8-bit formats store weight
+    matrices (rank >= 2) in 1 byte and the rest in 2; 4-bit formats 0.5 byte + a 16-bit scale
+    per group of 64 (GPTQ/AWQ/NF4 use groups of 64-128)."""
+    buffers = _unique_buffers(model)
+    if mode == "train" or precision in ("fp32", "tf32"):
+        return sum(t.numel() * t.element_size() for t in [*params, *buffers])
+    per_matrix = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 64,
+                  "nf4": 0.5 + 2 / 64}[precision]
+    total = 0.0
+    for t in [*params, *buffers]:
+        if not t.is_floating_point():
+            total += t.numel() * t.element_size()
+        elif t.dim() >= 2:
+            total += t.numel() * per_matrix
+        else:
+            total += t.numel() * 2
+    return int(total)
+
+
+def _unique_params(model):
+    seen, out = set(), []
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
+def _unique_buffers(model):
+    seen, out = set(), []
+    for b in model.buffers():
+        if id(b) not in seen:
+            seen.add(id(b))
+            out.append(b)
+    return out
+
+
+def _module_info(model, plan, starred) -> list[dict[str, Any]]:
+    from .blocks import is_block_module
+
+    rows = []
+    block_prefix = (plan.path + ".") if plan and plan.path else ""
+    for name, module in model.named_modules():
+        if plan is not None and name.startswith(block_prefix) and name != plan.path:
+            rest = name[len(block_prefix):]
+            if not rest.split(".")[0] == "0":
+                continue
+        shown = starred(name, plan) if is_block_module(name, plan) else name
+        own = list(module.parameters(recurse=False))
+        rows.append({
+            "name": shown, "type": type(module).__name__,
+            "depth": 0 if not name else name.count(".") + 1,
+            "num_params": sum(p.numel() for p in own),
+            "param_bytes": sum(p.numel() * p.element_size() for p in own),
+        })
+    return rows
+
+
+def _optimizer_op(optimizer: str, trainable) -> dict[str, Any]:
+    num_elements = sum(p.numel() for p in trainable)
+    elem = trainable[0].element_size() if trainable else 4
+    tensors, flops = _OPTIMIZER_TRAFFIC[optimizer]
+    reads = tensors - (3 if tensors == 7 else 2 if tensors == 5 else 1)
+    return {"op": f"optimizer.{optimizer}", "op_class": "optimizer", "phase": "optimizer",
+            "module": "", "dtype": str(trainable[0].dtype).removeprefix("torch.") if trainable
+            else "float32", "count": len(trainable), "flops": float(flops * num_elements),
+            "bytes_read": float(reads * num_elements * elem),
+            "bytes_written": float((tensors - reads) * num_elements * elem)}
+
+
+def _dynamic(result, plan, static) -> dict[str, float]:
+    """Flatten a trace into named quantities, multiplying the traced block by the block count."""
+    from .blocks import is_block_module, starred
+
+    n = plan.num_blocks if plan else 1
+    dyn: dict[str, float] = {}
+    for (module, phase, op), agg in result.aggs.items():
+        in_block = is_block_module(module, plan)
+        mult = n if in_block else 1
+        name = starred(module, plan)
+        static["op_info"][assemble.SEP.join((name, phase, op))] = {
+            "op_class": agg.op_class, "dtype": agg.dtype, "repeat": mult}
+        for field in assemble.OP_FIELDS:
+            key = assemble.op_key(name, phase, op, field)
+            dyn[key] = dyn.get(key, 0.0) + getattr(agg, field) * mult
+    for module, nbytes in result.activations_by_module.items():
+        mult = n if is_block_module(module, plan) else 1
+        key = "act" + assemble.SEP + starred(module, plan)
+        dyn[key] = dyn.get(key, 0.0) + nbytes * mult
+    extra_blocks = (n - 1) * result.block_activation_bytes
+    extra_weights = static["traced_weights_bytes_full"] if "traced_weights_bytes_full" in static \
+        else 0
+    del extra_weights
+    # Weights not in the trace (the other n-1 blocks) and, in inference, the change of storage
+    # format are static; their gradients are the traced gradients scaled the same way.
+    weight_delta = static["weights_bytes"] - result.weights_bytes
+    grad_delta = static["grads_bytes"] - result.grads_bytes
+    train = static["mode"] == "train"
+    dyn["inputs_bytes"] = result.inputs_bytes
+    dyn["activations_bytes"] = result.activations_bytes + (extra_blocks if train else 0)
+    dyn["peak_bytes"] = result.peak_bytes + weight_delta + (extra_blocks if train else 0)
+    dyn["live_after_step_bytes"] = result.live_after_step_bytes + weight_delta + grad_delta
+    dyn["block_activation_bytes"] = result.block_activation_bytes
+    dyn["block_output_bytes"] = result.block_output_bytes
+    return dyn
+
+
+def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
+    from .trace import run_trace
+
+    points = grid(spec.batch_size, spec.seq_len)
+    base = (spec.batch_size, spec.seq_len)
+    try:
+        for b, s in points:
+            if (b, s) in samples:
+                continue
+            result = run_trace(model, spec, path=path, mode=mode, precision=precision,
+                               batch_size=b, seq_len=s, plan=plan)
+            samples[(b, s)] = _dynamic(result, plan, static)
+    except Exception as exc:  # noqa: BLE001 - the profile stays valid at its own size
+        static["notes"].append(
+            f"prof.at() unavailable: tracing at another size failed ({type(exc).__name__}: "
+            f"{_first_line(exc)})")
+        return None
+    del base
+    return fit(points, [samples[p] for p in points], batch_size=spec.batch_size,
+               seq_len=spec.seq_len)
+
+
+def _real_batch_samples(dyn1: dict[str, float], spec, static) -> dict:
+    """A real batch of one, scaled linearly: per-sample quantities x B, weights unchanged."""
+    static["notes"].append(
+        "captured on a real batch of one and scaled linearly to the batch size (weight reads "
+        "are over-counted; sequence length cannot be changed with prof.at)")
+    fixed = {"live_after_step_bytes", "peak_bytes"}
+    weights = static["traced_weights_bytes"]
+
+    def scaled(b: int) -> dict[str, float]:
+        out = {}
+        for k, v in dyn1.items():
+            if k.endswith(assemble.SEP + "count") or k in ("block_output_bytes",):
+                out[k] = v if k.endswith("count") else v * b
+            elif k in fixed:
+                out[k] = weights + (v - weights) * b
+            else:
+                out[k] = v * b
+        return out
+
+    return {(1, None): scaled(1), (2, None): scaled(2)}
+
+
+def assemble_scaled(fitted, batch_size: int) -> dict[str, float]:
+    from .scaling import evaluate
+
+    return evaluate(fitted, batch_size, None)
+
+
+def _now() -> float:
+    return time.perf_counter()

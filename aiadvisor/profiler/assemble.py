@@ -1,0 +1,136 @@
+"""Turn traces into a :class:`~aiadvisor.schema.ModelProfile` (no torch here).
+
+A trace yields a flat dict of *dynamic* quantities (depend on batch and sequence length); the
+model yields *static* facts (parameters, optimizer state). ``build_profile`` combines the two, so
+the same code serves the first profile and every ``prof.at(...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schema import MemoryBreakdown, ModelProfile, ModuleRecord, OpRecord
+
+SEP = "|"
+OP_FIELDS = ("count", "flops", "bytes_read", "bytes_written")
+
+
+def op_key(module: str, phase: str, op: str, field: str) -> str:
+    return SEP.join(("op", module, phase, op, field))
+
+
+def optimizer_bytes(optimizer: str, trainable_bytes: int) -> int:
+    """Optimizer state: Adam/AdamW keep two moments (exp_avg, exp_avg_sq) per parameter, SGD
+    with momentum one buffer, plain SGD none; each in the parameter's dtype (torch.optim)."""
+    per = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0, "none": 0}[optimizer]
+    return per * trainable_bytes
+
+
+def optimizer_temporaries(optimizer: str, *, trainable_bytes: int, max_param_bytes: int,
+                          foreach: bool) -> int:
+    """Short-lived tensors inside ``step()``. Adam's update computes ``exp_avg_sq.sqrt() /
+    bias_correction2_sqrt`` out of place: per parameter (for-loop implementation, PyTorch's default
+    on CPU) two temporaries the size of that parameter; the foreach implementation (default on
+    CUDA) builds the square-root list for all parameters at once."""
+    if optimizer not in ("adam", "adamw"):
+        return 0
+    return trainable_bytes if foreach else 2 * max_param_bytes
+
+
+def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: int,
+                  seq_len: int | None) -> ModelProfile:
+    ops, flops_by_phase = _ops(static, dyn)
+    train = static["mode"] == "train"
+    weights = static["weights_bytes"]
+    grads = static["grads_bytes"]
+    opt = static["optimizer_bytes"]
+    inputs = int(dyn.get("inputs_bytes", 0))
+    activations = int(dyn.get("activations_bytes", 0))
+    peak_fwd_bwd = int(dyn.get("peak_bytes", 0))
+    live_after = int(dyn.get("live_after_step_bytes", 0))
+    opt_temp = static["optimizer_temporaries_bytes"]
+    peak_opt = live_after + opt + opt_temp if train and static["optimizer"] != "none" else 0
+    peak = max(peak_fwd_bwd, peak_opt, weights + inputs)
+    temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
+        0, peak - weights - activations - inputs)
+    memory = MemoryBreakdown(
+        weights_bytes=weights, grads_bytes=grads if train else 0, optimizer_bytes=opt if train else 0,
+        activations_bytes=max(0, activations), inputs_bytes=inputs, peak_bytes=peak,
+        temporaries_bytes=temporaries,
+    )
+    flops_opt = flops_by_phase.get("optimizer", 0.0)
+    return ModelProfile(
+        model_name=static["model_name"], model_type=static["model_type"], mode=static["mode"],
+        precision=static["precision"], optimizer=static["optimizer"], batch_size=batch_size,
+        seq_len=seq_len, num_params=static["num_params"],
+        num_trainable_params=static["num_trainable_params"],
+        flops_forward=flops_by_phase.get("forward", 0.0),
+        flops_backward=flops_by_phase.get("backward", 0.0), flops_optimizer=flops_opt,
+        memory=memory, ops=tuple(ops), modules=tuple(_modules(static, dyn)), path=static["path"],
+        device=static["device"], param_dtype=static["param_dtype"],
+        compute_dtype=static["compute_dtype"], num_blocks=static["num_blocks"],
+        block_param_bytes=static["block_param_bytes"],
+        block_activation_bytes=int(dyn.get("block_activation_bytes", 0)),
+        block_output_bytes=int(dyn.get("block_output_bytes", 0)),
+        measured_step_time_s=static.get("measured_step_time_s"),
+        measured_peak_bytes=static.get("measured_peak_bytes"),
+        notes=tuple(static["notes"]),
+    )
+
+
+def _ops(static: dict[str, Any], dyn: dict[str, float]):
+    grouped: dict[tuple[str, str, str], dict[str, float]] = {}
+    for key, value in dyn.items():
+        if not key.startswith("op" + SEP):
+            continue
+        _, module, phase, op, field = key.split(SEP)
+        grouped.setdefault((module, phase, op), {})[field] = value
+    ops = []
+    flops_by_phase: dict[str, float] = {}
+    for (module, phase, op), fields in sorted(grouped.items()):
+        info = static["op_info"][SEP.join((module, phase, op))]
+        count = round(fields.get("count", 0.0))
+        if count <= 0:
+            continue
+        rec = OpRecord(op=op, op_class=info["op_class"], phase=phase, module=module,
+                       dtype=info["dtype"], count=count, flops=fields.get("flops", 0.0),
+                       bytes_read=fields.get("bytes_read", 0.0),
+                       bytes_written=fields.get("bytes_written", 0.0), repeat=info["repeat"])
+        ops.append(rec)
+        flops_by_phase[phase] = flops_by_phase.get(phase, 0.0) + rec.flops
+    opt = static.get("optimizer_op")
+    if opt is not None:
+        ops.append(OpRecord(**opt))
+        flops_by_phase["optimizer"] = opt["flops"]
+    return ops, flops_by_phase
+
+
+def _modules(static: dict[str, Any], dyn: dict[str, float]) -> list[ModuleRecord]:
+    """Per-module totals; a module inside the traced block stands for every block (``*``)."""
+    totals: dict[str, dict[str, float]] = {}
+    for key, value in dyn.items():
+        parts = key.split(SEP)
+        if parts[0] == "op" and parts[4] in ("flops", "bytes_read", "bytes_written"):
+            module, phase = parts[1], parts[2]
+            field = "flops" if parts[4] == "flops" else "bytes"
+            t = totals.setdefault(module, {})
+            t[f"{field}_{phase}"] = t.get(f"{field}_{phase}", 0.0) + value
+        elif parts[0] == "act":
+            totals.setdefault(parts[1], {})["act"] = value
+    rows = []
+    num_blocks = max(1, static["num_blocks"])
+    for info in static["module_info"]:
+        name = info["name"]
+        t = totals.get(name, {})
+        # Op totals of a starred module cover all blocks; the table shows one block's row.
+        per = num_blocks if "*" in name else 1
+        rows.append(ModuleRecord(
+            name=name, type=info["type"], depth=info["depth"], num_params=info["num_params"],
+            param_bytes=info["param_bytes"],
+            flops_forward=t.get("flops_forward", 0.0) / per,
+            flops_backward=t.get("flops_backward", 0.0) / per,
+            bytes_forward=t.get("bytes_forward", 0.0) / per,
+            bytes_backward=t.get("bytes_backward", 0.0) / per,
+            activation_bytes=int(t.get("act", 0.0) / per), repeat=per,
+        ))
+    return rows

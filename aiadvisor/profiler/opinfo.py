@@ -1,0 +1,153 @@
+"""Per-aten-op facts the recorder needs: class, whether it moves data, and FLOP formulas for
+ops that ``torch.utils.flop_counter`` does not count (recurrent layers, elementwise math).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+aten = torch.ops.aten
+
+# Ops that only read metadata: never recorded (the same list FlopCounterMode skips).
+METADATA_OPS = {
+    aten.sym_is_contiguous.default if hasattr(aten, "sym_is_contiguous") else aten.is_contiguous.default,
+    aten.is_contiguous.default,
+    aten.is_contiguous.memory_format,
+    aten.is_strides_like_format.default,
+    aten.is_non_overlapping_and_dense.default,
+    aten.size.default,
+    aten.sym_size.default,
+    aten.stride.default,
+    aten.sym_stride.default,
+    aten.storage_offset.default,
+    aten.sym_storage_offset.default,
+    aten.numel.default,
+    aten.sym_numel.default,
+    aten.dim.default,
+    torch.ops.prim.layout.default,
+    torch.ops.prim.device.default,
+}
+
+# Ops that return a view or alias: no data moves, so no bytes and no new storage.
+VIEW_PACKETS = {
+    aten.view, aten._unsafe_view, aten.reshape, aten.t, aten.transpose, aten.permute,
+    aten.expand, aten.slice, aten.select, aten.squeeze, aten.unsqueeze, aten.as_strided,
+    aten.detach, aten.alias, aten.unbind, aten.split, aten.split_with_sizes, aten.chunk,
+    aten.narrow, aten.diagonal, aten.view_as_real, aten.view_as_complex, aten.unfold,
+    aten.lift_fresh, aten._reshape_alias, aten.numpy_T, aten.mT,
+}
+
+GEMM_PACKETS = {
+    aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.matmul, aten.linear, aten._addmm_activation,
+    aten._int_mm, aten._weight_int8pack_mm, aten._scaled_mm,
+}
+CONV_PACKETS = {
+    aten.convolution, aten._convolution, aten.convolution_backward, aten.conv2d, aten.conv1d,
+    aten.conv3d, aten.mkldnn_convolution, aten.cudnn_convolution,
+}
+ATTENTION_PACKETS = {
+    aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_flash_attention_backward,
+    aten._scaled_dot_product_efficient_attention,
+    aten._scaled_dot_product_efficient_attention_backward,
+    aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_cudnn_attention_backward,
+    aten._scaled_dot_product_flash_attention_for_cpu,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward,
+    aten._flash_attention_forward, aten._flash_attention_backward,
+    aten._efficient_attention_forward, aten._efficient_attention_backward,
+    aten.scaled_dot_product_attention,
+}
+EMBEDDING_PACKETS = {aten.embedding, aten.embedding_backward, aten.embedding_dense_backward,
+                     aten._embedding_bag, aten.embedding_bag}
+RNN_PACKETS = {
+    aten.mkldnn_rnn_layer, aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn,
+    aten._cudnn_rnn_backward, aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu,
+    aten._thnn_fused_lstm_cell, aten._thnn_fused_gru_cell, aten.miopen_rnn,
+    aten.miopen_rnn_backward,
+}
+
+
+def op_class(packet) -> str:
+    """The cost-model class of an aten overload packet."""
+    if packet in GEMM_PACKETS or packet in RNN_PACKETS:
+        return "gemm"
+    if packet in CONV_PACKETS:
+        return "conv"
+    if packet in ATTENTION_PACKETS:
+        return "attention"
+    if packet in EMBEDDING_PACKETS:
+        return "embedding"
+    return "memory"
+
+
+def _numel(shape) -> int:
+    return math.prod(int(s) for s in shape)
+
+
+def rnn_layer_flops(*, seq_len: int, batch: int, input_size: int, hidden_size: int,
+                    num_gates: int, bidirectional: bool = False) -> int:
+    """Multiply-add FLOPs of one recurrent layer's forward: at every time step the gates are
+    ``x_t W_ih^T + h_{t-1} W_hh^T`` (``num_gates * hidden`` outputs, 4 for LSTM, 3 for GRU,
+    1 for a plain RNN), 2 FLOPs per multiply-add; the elementwise gate math is ignored (< 1%)."""
+    directions = 2 if bidirectional else 1
+    return 2 * seq_len * batch * num_gates * hidden_size * (input_size + hidden_size) * directions
+
+
+def mkldnn_rnn_layer_flops(args, out) -> int:
+    """``aten.mkldnn_rnn_layer(input, w0 (W_ih), w1 (W_hh), w2, w3, hx, cx, reverse,
+    batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)``.
+    mode follows cuDNN: 0 RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU."""
+    inp, w_ih = args[0], args[1]
+    mode, hidden_size, batch_first = int(args[9]), int(args[10]), bool(args[14])
+    num_gates = {0: 1, 1: 1, 2: 4, 3: 3}.get(mode, 4)
+    seq_len, batch = (inp.shape[1], inp.shape[0]) if batch_first else (inp.shape[0], inp.shape[1])
+    return rnn_layer_flops(seq_len=int(seq_len), batch=int(batch), input_size=int(w_ih.shape[1]),
+                           hidden_size=hidden_size, num_gates=num_gates)
+
+
+def mkldnn_rnn_layer_backward_flops(args, out) -> int:
+    # Backward of a GEMM layer costs two GEMMs of the forward's size (input and weight grads).
+    return 2 * mkldnn_rnn_layer_flops(args, out)
+
+
+def cudnn_rnn_flops(args, out) -> int:
+    """``aten._cudnn_rnn(input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size,
+    proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)``."""
+    inp, weights = args[0], args[1]
+    mode, hidden_size, num_layers = int(args[6]), int(args[7]), int(args[9])
+    batch_first, bidirectional = bool(args[10]), bool(args[13])
+    num_gates = {0: 1, 1: 1, 2: 4, 3: 3}.get(mode, 4)
+    seq_len, batch = (inp.shape[1], inp.shape[0]) if batch_first else (inp.shape[0], inp.shape[1])
+    total = 0
+    stride = int(args[2])
+    for layer in range(num_layers):
+        w_ih = weights[layer * stride * (2 if bidirectional else 1)]
+        total += rnn_layer_flops(seq_len=int(seq_len), batch=int(batch),
+                                 input_size=int(w_ih.shape[1]), hidden_size=hidden_size,
+                                 num_gates=num_gates, bidirectional=bidirectional)
+    return total
+
+
+def cpu_flash_attention_flops(args, out) -> int:
+    """``aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, ...)``: the CPU kernel behind
+    ``scaled_dot_product_attention``, counted like the CUDA kernels (flop_counter's formula)."""
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    return sdpa_flop_count(args[0].shape, args[1].shape, args[2].shape)
+
+
+def cpu_flash_attention_backward_flops(args, out) -> int:
+    """Backward of the CPU flash kernel: ``(grad_out, q, k, v, out, logsumexp, ...)``."""
+    from torch.utils.flop_counter import sdpa_backward_flop_count
+
+    return sdpa_backward_flop_count(args[0].shape, args[1].shape, args[2].shape, args[3].shape)
+
+
+EXTRA_FLOPS = {
+    aten._scaled_dot_product_flash_attention_for_cpu: cpu_flash_attention_flops,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: cpu_flash_attention_backward_flops,
+    aten.mkldnn_rnn_layer: mkldnn_rnn_layer_flops,
+    aten.mkldnn_rnn_layer_backward: mkldnn_rnn_layer_backward_flops,
+    aten._cudnn_rnn: cudnn_rnn_flops,
+}

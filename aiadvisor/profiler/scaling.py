@@ -1,0 +1,97 @@
+"""Batch size and sequence length as parameters of a captured profile.
+
+Every per-step quantity the profiler records (FLOPs, bytes and calls of each op, saved
+activations, the peak) is a polynomial in batch size B and sequence length S of the form
+``c0 + c1 S + c2 S^2 + B (c3 + c4 S + c5 S^2)``: per-sample work is at most quadratic in S
+(attention scores) and linear in B; weights and the optimizer do not depend on either. The
+profiler traces the model at six (B, S) points (two without a sequence dimension) and solves for
+the coefficients exactly, so :meth:`ModelProfile.at` answers any (B, S) without re-tracing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+
+def grid(batch_size: int, seq_len: int | None) -> list[tuple[int, int | None]]:
+    """Trace points: B in {B0, 2 B0}; S in {S0, S0/2, S0/4} (shorter, so position tables that
+    end at S0 still fit). Falls back to two S points, then none, for very short sequences."""
+    batches = [batch_size, 2 * batch_size]
+    if seq_len is None:
+        return [(b, None) for b in batches]
+    seqs = sorted({seq_len, seq_len // 2, seq_len // 4} - {0}, reverse=True)
+    return [(b, s) for b in batches for s in seqs]
+
+
+def _basis(points: list[tuple[int, int | None]], b0: int, s0: int | None) -> np.ndarray:
+    seqs = sorted({s for _, s in points if s is not None})
+    rows = []
+    for b, s in points:
+        x_b = b / b0
+        if s0 is None:
+            rows.append([1.0, x_b])
+            continue
+        x_s = s / s0
+        powers = [x_s**k for k in range(len(seqs))]
+        rows.append(powers + [x_b * p for p in powers])
+    return np.asarray(rows, dtype=float)
+
+
+def fit(points: list[tuple[int, int | None]], samples: list[dict[str, float]], *,
+        batch_size: int, seq_len: int | None) -> dict[str, Any]:
+    """Solve the coefficients of every quantity from one dict of samples per point."""
+    keys = sorted(set().union(*samples))
+    values = np.array([[s.get(k, 0.0) for k in keys] for s in samples], dtype=float)
+    basis = _basis(points, batch_size, seq_len)
+    coef, *_ = np.linalg.lstsq(basis, values, rcond=None)
+    num_seq = len({s for _, s in points if s is not None})
+    return {"keys": keys, "coef": coef.tolist(), "batch_size": batch_size, "seq_len": seq_len,
+            "num_seq_terms": num_seq, "min_seq": min((s for _, s in points if s), default=None)}
+
+
+def evaluate(scaling: dict[str, Any], batch_size: int, seq_len: int | None) -> dict[str, float]:
+    b0, s0 = scaling["batch_size"], scaling["seq_len"]
+    x_b = batch_size / b0
+    if s0 is None:
+        row = np.array([1.0, x_b])
+    else:
+        x_s = seq_len / s0
+        powers = [x_s**k for k in range(scaling["num_seq_terms"])]
+        row = np.array(powers + [x_b * p for p in powers])
+    values = row @ np.asarray(scaling["coef"], dtype=float)
+    # Exact polynomials can come back as -1e-9 from float round-off: clamp at zero.
+    return {k: max(0.0, float(v)) for k, v in zip(scaling["keys"], values)}
+
+
+def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
+    """The profile at another batch size / sequence length, from its fitted coefficients."""
+    from . import assemble  # local: assemble imports torch-free helpers only
+
+    batch_size = prof.batch_size if batch_size is None else batch_size
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidArgumentError(f"batch_size={batch_size!r} is not valid: expected an integer >= 1.")
+    if seq_len is not None and prof.seq_len is None:
+        raise InvalidArgumentError(
+            f"seq_len={seq_len!r} is not valid for this profile: its inputs have no sequence "
+            "dimension (expected seq_len=None)."
+        )
+    seq_len = prof.seq_len if seq_len is None else seq_len
+    if seq_len is not None and (not isinstance(seq_len, int) or seq_len < 1):
+        raise InvalidArgumentError(f"seq_len={seq_len!r} is not valid: expected an integer >= 1.")
+    if (batch_size, seq_len) == (prof.batch_size, prof.seq_len):
+        return prof
+    if prof.scaling is None:
+        raise InvalidArgumentError(
+            "this profile cannot be rescaled: its scaling traces did not run "
+            f"({'; '.join(prof.notes) or 'profile(..., scaling=False)'}). Profile again at "
+            f"batch_size={batch_size}, seq_len={seq_len}."
+        )
+    dynamic = evaluate(prof.scaling["fit"], batch_size, seq_len)
+    new = assemble.build_profile(prof.scaling["static"], dynamic, batch_size=batch_size,
+                                 seq_len=seq_len)
+    return dataclasses.replace(new, scaling=prof.scaling)

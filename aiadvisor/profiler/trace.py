@@ -1,0 +1,224 @@
+"""One captured step: forward (+ backward for training) of the model on fake, meta or real
+tensors under the :class:`Recorder`. Parameters are swapped in with ``functional_call``, so the
+user's parameters, their ``.grad`` and buffers are never written."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.distributed._tools.mod_tracker import ModTracker
+from torch.func import functional_call
+from torch.utils._pytree import tree_flatten
+
+from . import inputs as inputs_mod
+from .blocks import BlockPlan, is_block_module, truncated_copy
+from .recorder import Agg, Recorder
+
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16,
+                   "int8": torch.bfloat16, "int4": torch.bfloat16, "nf4": torch.bfloat16}
+
+
+@dataclass
+class TraceResult:
+    aggs: dict[tuple[str, str, str], Agg]
+    weights_bytes: int
+    inputs_bytes: int
+    activations_bytes: int
+    activations_by_module: dict[str, int]
+    grads_bytes: int
+    peak_bytes: int
+    live_after_step_bytes: int
+    max_param_bytes: int
+    block_activation_bytes: int = 0
+    block_output_bytes: int = 0
+    compute_dtype: str = "float32"
+    notes: list[str] = field(default_factory=list)
+
+
+def model_device(model: nn.Module) -> torch.device:
+    for t in list(model.parameters()) + list(model.buffers()):
+        return t.device
+    return torch.device("cpu")
+
+
+def reduce_output(out) -> torch.Tensor:
+    """A scalar to call backward on: the model's own ``loss`` if it returns one, else the sum of
+    its first floating-point output that requires grad (the cost of the sum is negligible)."""
+    loss = getattr(out, "loss", None)
+    if loss is None and isinstance(out, dict):
+        loss = out.get("loss")
+    if isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad:
+        return loss
+    for t in tree_flatten(out)[0]:
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad:
+            return t.sum()
+    raise RuntimeError("the model's output has no floating-point tensor that requires grad")
+
+
+def _unique_named(model: nn.Module):
+    """(name, tensor, is_param) for every parameter and buffer name, tied names included."""
+    for name, p in model.named_parameters(remove_duplicate=False):
+        yield name, p, True
+    for name, b in model.named_buffers(remove_duplicate=False):
+        yield name, b, False
+
+
+def _stand_ins(model: nn.Module, *, path: str, device: torch.device, train: bool):
+    """Fresh tensors shaped like each parameter/buffer (ties kept), on ``device``."""
+    by_id: dict[int, torch.Tensor] = {}
+    mapping: dict[str, torch.Tensor] = {}
+    trainable: list[torch.Tensor] = []
+    for name, t, is_param in _unique_named(model):
+        new = by_id.get(id(t))
+        if new is None:
+            if path == "real":
+                new = t.detach().clone()
+            else:
+                new = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype,
+                                          device=device)
+            if is_param and train and t.requires_grad:
+                new.requires_grad_(True)
+                trainable.append(new)
+            by_id[id(t)] = new
+        mapping[name] = new
+    return mapping, trainable, list(by_id.values())
+
+
+@contextlib.contextmanager
+def _modes(model: nn.Module, train: bool):
+    """Set train/eval for the trace and restore every module's own flag afterwards."""
+    flags = [(m, m.training) for m in model.modules()]
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
+
+
+def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: str,
+              precision: str, batch_size: int, seq_len: int | None,
+              plan: BlockPlan | None) -> TraceResult:
+    """Trace one step. ``path``: fake (FakeTensorMode), meta (meta device) or real."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    train = mode == "train"
+    root = truncated_copy(model, plan) if plan is not None else model
+    home = model_device(model)
+    device = torch.device("cpu") if home.type == "meta" and path == "fake" else home
+    if path == "meta":
+        device = torch.device("meta")
+    fake_mode = FakeTensorMode() if path == "fake" else contextlib.nullcontext()
+    autocast_dtype = AUTOCAST_DTYPES.get(precision)
+    autocast = contextlib.nullcontext()
+    if autocast_dtype is not None and path != "meta" and device.type in ("cpu", "cuda", "xpu", "mps"):
+        autocast = torch.autocast(device_type=device.type, dtype=autocast_dtype)
+    tracker = ModTracker()
+    root_name = type(root).__name__
+    recorder = Recorder(tracker, root_name)
+    block = _first_block(root, plan)
+    block_out: list[int] = []
+
+    def post_fw(module, _inputs, output):
+        if block is not None and module is block and not block_out:
+            block_out.append(sum(t.numel() * t.element_size() for t in tree_flatten(output)[0]
+                                 if isinstance(t, torch.Tensor)))
+
+    tracker.register_user_hooks(post_fw_hook=post_fw)
+    with _modes(model, train), fake_mode:
+        root.train(train)
+        mapping, trainable, tensors = _stand_ins(root, path=path, device=device, train=train)
+        if path == "real":
+            args, kwargs = _real_inputs(spec, device)
+        else:
+            args, kwargs = inputs_mod.build(spec, batch_size=batch_size, seq_len=seq_len,
+                                            device=device)
+        for t in tensors:
+            recorder.track(t, "weights")
+        for t in tree_flatten((args, kwargs))[0]:
+            if isinstance(t, torch.Tensor):
+                recorder.track(t, "inputs")
+        weights_bytes = recorder.memory.live["weights"]
+        inputs_bytes = recorder.memory.live["inputs"]
+        grad_ctx = contextlib.nullcontext() if train else torch.no_grad()
+        with tracker, recorder, autocast, grad_ctx:
+            recorder.phase = "forward"
+            out = functional_call(root, mapping, args, kwargs, tie_weights=True, strict=False)
+            if train:
+                loss = reduce_output(out)
+        if train:
+            saved = recorder.live_by(0)
+            activations_bytes = saved.get("fwd", 0)
+            by_module = _fwd_by_module(recorder)
+            with tracker, recorder:
+                recorder.phase = "backward"
+                grads = torch.autograd.grad(loss, trainable, allow_unused=True)
+            grads_bytes = _unique_bytes(g for g in grads if g is not None)
+        else:
+            # Inference keeps nothing for backward: what counts is the largest live set.
+            activations_bytes = recorder.memory.peak - weights_bytes - inputs_bytes
+            by_module = {}
+            grads_bytes = 0
+        live_after = recorder.memory.total
+        peak = recorder.memory.peak
+        max_param = max((t.numel() * t.element_size() for t in trainable), default=0)
+        del out
+        recorder.detach_all()
+    block_act = sum(v for k, v in by_module.items() if is_block_module(k, plan))
+    traced_dtype = autocast_dtype if autocast_dtype is not None and path != "meta" else None
+    compute_dtype = str(traced_dtype or _param_dtype(model)).removeprefix("torch.")
+    return TraceResult(
+        aggs=recorder.aggs, weights_bytes=weights_bytes, inputs_bytes=inputs_bytes,
+        activations_bytes=int(activations_bytes), activations_by_module=by_module,
+        grads_bytes=grads_bytes, peak_bytes=peak, live_after_step_bytes=live_after,
+        max_param_bytes=max_param, block_activation_bytes=block_act,
+        block_output_bytes=block_out[0] if block_out else 0,
+        compute_dtype=compute_dtype,
+    )
+
+
+def _first_block(root: nn.Module, plan: BlockPlan | None) -> nn.Module | None:
+    if plan is None:
+        return None
+    return root.get_submodule(plan.path + ".0" if plan.path else "0")
+
+
+def _param_dtype(model: nn.Module) -> torch.dtype:
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
+def _fwd_by_module(recorder: Recorder) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for category, nbytes, module, _phase in recorder.live_entries():
+        if category == "fwd":
+            out[module] = out.get(module, 0) + nbytes
+    return out
+
+
+def _unique_bytes(tensors) -> int:
+    seen: set[int] = set()
+    total = 0
+    for t in tensors:
+        st = t.untyped_storage()
+        if id(st) not in seen:
+            seen.add(id(st))
+            total += st.nbytes()
+    return total
+
+
+def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device):
+    """The user's own input values, batch of one, copied (never the user's tensors)."""
+    from torch.utils._pytree import tree_map
+
+    def one(x):
+        if isinstance(x, torch.Tensor):
+            y = x[:1] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
+            return y.detach().clone().to(device)
+        return x
+
+    return tree_map(one, (spec.args, spec.kwargs))
