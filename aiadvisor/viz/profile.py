@@ -1,0 +1,170 @@
+"""Charts of one profiled step: FLOPs and memory per module, the memory stack, the roofline."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from ..schema import HardwareSpec, ModelProfile
+from ..units import fmt_bytes, fmt_flops
+from ._style import PALETTE, byte_unit, finish, flop_unit
+from .modules import module_breakdown
+
+__all__ = ["memory_chart", "module_chart", "roofline_chart", "roofline_points"]
+
+_MEMORY_PARTS = (("weights_bytes", "weights"), ("grads_bytes", "gradients"),
+                 ("optimizer_bytes", "optimizer state"), ("activations_bytes", "activations"),
+                 ("inputs_bytes", "inputs"), ("temporaries_bytes", "temporaries"))
+
+
+def _label(row: pd.Series) -> str:
+    return f"{row['module']} ×{row['repeat']}" if row["repeat"] > 1 else row["module"]
+
+
+def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatChart:
+    """Bars per module: FLOPs per step (forward / backward) and bytes held (weights /
+    saved activations). Repeated blocks are summed over all blocks (``×N``).
+
+    Parameters
+    ----------
+    profile : ModelProfile
+    max_rows : int
+        Most modules shown (see :func:`aiadvisor.viz.modules.module_breakdown`).
+
+    Returns
+    -------
+    altair.HConcatChart
+    """
+    frame = module_breakdown(profile, max_rows=max_rows)
+    frame["label"] = frame.apply(_label, axis=1)
+    order = list(frame["label"])
+    flop_div, flop_name = flop_unit(frame["flops_total"].max())
+    byte_div, byte_name = byte_unit((frame["param_bytes"] + frame["activation_bytes"]).max())
+    flops = _long(frame, {"flops_forward": "forward", "flops_backward": "backward"}, flop_div,
+                  fmt_flops)
+    memory = _long(frame, {"param_bytes": "weights", "activation_bytes": "saved activations"},
+                   byte_div, fmt_bytes)
+    y = alt.Y("label:N", sort=order, title=None)
+    left = alt.Chart(flops).mark_bar().encode(
+        x=alt.X("value:Q", title=f"{flop_name} per step", stack="zero"), y=y,
+        color=alt.Color("part:N", title="FLOPs", scale=alt.Scale(range=PALETTE[:2])),
+        tooltip=[alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
+                 alt.Tooltip("text:N", title="FLOPs")],
+    ).properties(width=260, height=alt.Step(18))
+    right = alt.Chart(memory).mark_bar().encode(
+        x=alt.X("value:Q", title=byte_name, stack="zero"),
+        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False)),
+        color=alt.Color("part:N", title="Memory", scale=alt.Scale(range=PALETTE[2:4])),
+        tooltip=[alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="kind"),
+                 alt.Tooltip("text:N", title="bytes")],
+    ).properties(width=200, height=alt.Step(18))
+    chart = alt.hconcat(left, right).resolve_scale(color="independent")
+    phase = "forward + backward" if profile.mode == "train" else "forward"
+    return finish(chart, title="Where the FLOPs and memory go",
+                  subtitle=f"counted from the traced {phase} step, batch {profile.batch_size}")
+
+
+def _long(frame: pd.DataFrame, parts: dict[str, str], divisor: float, fmt) -> pd.DataFrame:
+    rows = [{"label": row["label"], "part": name, "value": row[col] / divisor,
+             "text": fmt(row[col])}
+            for _, row in frame.iterrows() for col, name in parts.items()]
+    return pd.DataFrame(rows, columns=["label", "part", "value", "text"])
+
+
+def memory_chart(profile: ModelProfile, *, device_memory_bytes: int | None = None,
+                 device_name: str = "") -> alt.LayerChart | alt.Chart:
+    """One stacked bar of what the step holds at its peak, against the device's memory."""
+    parts = [(name, getattr(profile.memory, attr)) for attr, name in _MEMORY_PARTS]
+    parts = [(name, value) for name, value in parts if value > 0]
+    largest = max(profile.memory.peak_bytes, device_memory_bytes or 0, 1)
+    divisor, unit = byte_unit(largest)
+    frame = pd.DataFrame({"part": [p for p, _ in parts],
+                          "value": [v / divisor for _, v in parts],
+                          "text": [fmt_bytes(v) for _, v in parts],
+                          "order": range(len(parts)), "row": "this step"})
+    bar = alt.Chart(frame).mark_bar(height=26).encode(
+        x=alt.X("value:Q", title=unit, stack="zero"),
+        y=alt.Y("row:N", title=None),
+        color=alt.Color("part:N", sort=[p for p, _ in parts], title=None,
+                        scale=alt.Scale(range=PALETTE)),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("part:N", title="held"), alt.Tooltip("text:N", title="bytes")],
+    ).properties(width=460, height=50)
+    subtitle = f"peak {fmt_bytes(profile.memory.peak_bytes)} (traced, batch {profile.batch_size})"
+    chart = bar
+    if device_memory_bytes:
+        limit = pd.DataFrame({"value": [device_memory_bytes / divisor],
+                              "label": [f"{device_name} {fmt_bytes(device_memory_bytes)}"]})
+        rule = alt.Chart(limit).mark_rule(color=PALETTE[2], strokeDash=[4, 3], size=2).encode(
+            x="value:Q", tooltip=[alt.Tooltip("label:N", title="device memory")])
+        chart = alt.layer(bar, rule)
+    return finish(chart, title="Memory at the peak of one step", subtitle=subtitle)
+
+
+def roofline_points(profile: ModelProfile, hardware: HardwareSpec, *,
+                    precision: str) -> pd.DataFrame:
+    """Arithmetic intensity and roofline-attainable TFLOP/s per op class and for the whole step.
+
+    Attainable = min(peak, intensity x bandwidth): FLOP/byte x GB/s = GFLOP/s, / 1000 = TFLOP/s.
+    Ops without FLOPs or bytes (views, copies without math) cannot be placed and are left out.
+    """
+    peak, bandwidth = _peak_and_bandwidth(hardware, precision)
+    groups: dict[str, list[float]] = {}
+    for op in profile.ops:
+        acc = groups.setdefault(op.op_class, [0.0, 0.0])
+        acc[0] += op.flops
+        acc[1] += op.bytes_total
+    total = [sum(v[0] for v in groups.values()), sum(v[1] for v in groups.values())]
+    rows = []
+    for name, (flops, nbytes) in [*sorted(groups.items()), ("whole step", total)]:
+        if flops <= 0 or nbytes <= 0:
+            continue
+        intensity = flops / nbytes
+        rows.append({"what": name, "intensity": intensity, "flops": flops,
+                     "attainable_tflops": min(peak, intensity * bandwidth / 1000),
+                     "flops_share": flops / total[0], "text": fmt_flops(flops)})
+    return pd.DataFrame(rows, columns=["what", "intensity", "flops", "attainable_tflops",
+                                       "flops_share", "text"])
+
+
+def _peak_and_bandwidth(hardware: HardwareSpec, precision: str) -> tuple[float, float]:
+    peak = hardware.peak_tflops(precision) or hardware.fp32_tflops
+    if not peak or not hardware.memory_bw_gbs:
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"hardware {hardware.name!r} has no {precision} peak or memory bandwidth in the "
+            "catalog: a roofline needs both.")
+    return float(peak), float(hardware.memory_bw_gbs)
+
+
+def roofline_chart(profile: ModelProfile, hardware: HardwareSpec, *,
+                   precision: str) -> alt.LayerChart:
+    """The device's roofline (log-log) with the step's op classes placed on it.
+
+    Points sit at the roofline bound, an estimated upper limit: real kernels reach less.
+    """
+    peak, bandwidth = _peak_and_bandwidth(hardware, precision)
+    points = roofline_points(profile, hardware, precision=precision)
+    ridge = peak * 1000 / bandwidth  # FLOP/byte where bandwidth x intensity reaches the peak
+    lo = min([ridge / 100, *points["intensity"]]) / 2
+    hi = max([ridge * 10, *points["intensity"]]) * 2
+    roof = pd.DataFrame({"intensity": [lo, ridge, hi],
+                         "attainable_tflops": [lo * bandwidth / 1000, peak, peak]})
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
+    y = alt.Y("attainable_tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
+    line = alt.Chart(roof).mark_line(color="#888888", strokeWidth=2).encode(x=x, y=y)
+    dots = alt.Chart(points).mark_circle(opacity=0.9, stroke="#ffffff", strokeWidth=0.5).encode(
+        x=x, y=y,
+        size=alt.Size("flops_share:Q", title="share of FLOPs", scale=alt.Scale(range=[60, 600]),
+                      legend=None),
+        color=alt.Color("what:N", title="ops", scale=alt.Scale(range=PALETTE)),
+        tooltip=[alt.Tooltip("what:N", title="ops"), alt.Tooltip("text:N", title="FLOPs"),
+                 alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
+                 alt.Tooltip("attainable_tflops:Q", title="bound, TFLOP/s", format=".3g")],
+    )
+    chart = alt.layer(line, dots).properties(width=420, height=260)
+    subtitle = [(f"{hardware.name}, {precision}: peak {peak:g} TFLOP/s (dense), "
+                 f"{bandwidth:g} GB/s; ridge at {ridge:.0f} FLOP/byte"),
+                "estimated: points sit on the roofline bound, an upper limit"]
+    return finish(chart, title="The step on the device's roofline", subtitle=subtitle)
