@@ -1,0 +1,637 @@
+"""Code templates, one per tactic. Constants only: nothing here is read from data files.
+
+Placeholders: ``$model``, ``$inputs``, ``$optimizer``, ``$loss_fn``, ``$dataset`` (the user's
+names), ``$call`` (``model(x)``, ``model(*x)`` or ``model(**x)``), ``$args``/``$kwargs`` (the
+inputs as positional/keyword arguments) and ``$v_<key>`` (a value, written with ``repr``).
+A literal dollar sign is ``$$``.
+
+Each snippet starts with a line saying what it assumes exists: the user's model, inputs,
+optimizer and a ``loss_fn(output) -> scalar`` (for training snippets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snippet:
+    template: str
+    requires: tuple[str, ...] = ()
+    """pip packages the snippet needs besides torch."""
+    needs_cuda: bool = False
+    launcher: str = "notebook"
+    """``notebook`` (run in place) or ``torchrun`` (save as a script, launch one process per device)."""
+
+
+_REMAKE_OPTIMIZER = '''
+def _same_optimizer(old, params, **overrides):
+    # Same class and settings as the existing optimizer (param-group options are not kept).
+    accepted = inspect.signature(type(old).__init__).parameters
+    settings = {k: v for k, v in old.defaults.items() if k in accepted and k not in overrides}
+    return type(old)(params, **settings, **overrides)
+'''
+
+_TO_DEVICE = '''
+def _to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    return value
+'''
+
+TF32 = '''\
+# TF32 tensor cores for float32 matmuls and convolutions (fp32 range, 10-bit mantissa).
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+torch.set_float32_matmul_precision("high")
+'''
+
+AUTOCAST_TRAIN = '''\
+# Assumes: $model, $inputs, $optimizer and $loss_fn(output) -> scalar loss.
+# Mixed precision: matmuls in $v_dtype, fp32 master weights and optimizer state.
+import torch
+
+amp_dtype = getattr(torch, $v_dtype)
+device_type = $v_device_type
+# fp16 has a narrow exponent range: scale the loss so small gradients do not flush to zero.
+scaler = torch.amp.GradScaler(device_type, enabled=amp_dtype is torch.float16)
+
+
+def train_step():
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        output = $call
+        loss = $loss_fn(output)
+    scaler.scale(loss).backward()
+    scaler.step($optimizer)
+    scaler.update()
+    $optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+
+# Call train_step() in your training loop.
+'''
+
+AUTOCAST_INFER = '''\
+# Assumes: $model and $inputs. Inference in $v_dtype (no gradients, no fp32 master copy needed).
+import torch
+
+amp_dtype = getattr(torch, $v_dtype)
+$model.eval()
+with torch.inference_mode(), torch.autocast(device_type=$v_device_type, dtype=amp_dtype):
+    output = $call
+'''
+
+FP8_TORCHAO = '''\
+# Assumes: $model on an FP8-capable GPU (compute capability >= 8.9), trained under bf16 autocast.
+# pip install torchao   (alternative: NVIDIA Transformer Engine, te.Linear + te.fp8_autocast)
+import torch
+from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+
+def _fp8_eligible(module, fqn):
+    # FP8 GEMMs need both dimensions divisible by 16; small layers gain less than the
+    # scaling costs, so they stay in bf16.
+    return (
+        isinstance(module, torch.nn.Linear)
+        and module.in_features % 16 == 0
+        and module.out_features % 16 == 0
+        and min(module.in_features, module.out_features) >= $v_min_features
+    )
+
+
+config = Float8LinearConfig.from_recipe_name($v_recipe)
+convert_to_float8_training($model, config=config, module_filter_fn=_fp8_eligible)
+$model.compile()  # fuses the amax/scale computations into neighbouring kernels
+'''
+
+CHANNELS_LAST = '''\
+# Assumes: $model (a convolutional network) and $inputs.
+# NHWC layout: tensor-core convolutions without NCHW<->NHWC transposes around every conv.
+import torch
+
+
+def _channels_last(value):
+    if isinstance(value, torch.Tensor):
+        return value.contiguous(memory_format=torch.channels_last) if value.dim() == 4 else value
+    if isinstance(value, dict):
+        return {k: _channels_last(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_channels_last(v) for v in value)
+    return value
+
+
+$model = $model.to(memory_format=torch.channels_last)
+$inputs = _channels_last($inputs)  # convert every batch the same way
+'''
+
+TORCH_COMPILE = '''\
+# Assumes: $model. TorchInductor fuses chains of elementwise/normalization ops into single
+# kernels (fewer round trips through memory). The first call compiles (seconds to minutes).
+import torch
+
+$model.compile(mode=$v_mode)  # in place: state_dict keys stay the same
+'''
+
+CUDA_GRAPHS = '''\
+# Assumes: $model. "reduce-overhead" records CUDA graphs: the whole step replays with one
+# launch instead of one per kernel. Keep input shapes fixed (drop_last=True or pad the last batch).
+import torch
+
+$model.compile(mode="reduce-overhead")
+'''
+
+SDPA = '''\
+# Assumes: $model. Fused attention (FlashAttention / memory-efficient kernels): the
+# (sequence x sequence) score matrix is never stored, so it costs no activation memory.
+import torch.nn.functional as F
+
+if hasattr($model, "set_attn_implementation"):  # Hugging Face transformers models
+    $model.set_attn_implementation("sdpa")
+
+
+# In your own attention module, replace softmax(q @ k.transpose(-2, -1) / sqrt(d)) @ v with:
+def attention(q, k, v, causal=$v_causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+'''
+
+CHECKPOINTING = '''\
+# Assumes: $model with a stack of repeated blocks (an nn.ModuleList).
+# Activation checkpointing: backward recomputes what forward did not keep.
+# selective=True recomputes only the attention (Korthikanti et al. 2022); False, whole blocks.
+import functools
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+selective = $v_selective
+
+
+def _checkpoint_forward(module):
+    forward = module.forward
+
+    @functools.wraps(forward)
+    def checkpointed(*args, **kwargs):
+        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+    module.forward = checkpointed
+
+
+block_lists = [m for m in $model.modules() if isinstance(m, torch.nn.ModuleList)]
+blocks = max(block_lists, key=len, default=[])
+if not selective and hasattr($model, "gradient_checkpointing_enable"):  # Hugging Face models
+    $model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+else:
+    for block in blocks:
+        targets = [block]
+        if selective:
+            targets = [m for m in block.modules() if "attention" in type(m).__name__.lower()]
+        for target in targets:
+            _checkpoint_forward(target)
+'''
+
+DISTRIBUTED_TRAIN = '''\
+# Assumes: $model, $inputs, $optimizer and $loss_fn(output) -> scalar loss, built above.
+# Save as train.py and launch one process per device:
+#     torchrun --nproc_per_node=$v_nproc train.py
+import inspect
+import os
+
+import torch
+import torch.distributed as dist
+
+strategy = $v_strategy  # "ddp", "fsdp" or "fsdp+offload"
+use_cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if use_cuda else "gloo")
+rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+if use_cuda:
+    torch.cuda.set_device(device)
+$model = $model.to(device)
+
+if strategy == "ddp":
+    # Every device holds the whole model; gradients are all-reduced.
+    from torch.nn.parallel import DistributedDataParallel
+
+    $model = DistributedDataParallel($model, device_ids=[local_rank] if use_cuda else None)
+else:
+    # FSDP (ZeRO-3): parameters, gradients and optimizer state sharded over the devices;
+    # each block's parameters are all-gathered just before use and freed after.
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    options = {}
+    if use_cuda and $v_bf16:
+        options["mp_policy"] = MixedPrecisionPolicy(
+            param_dtype=torch.bfloat16, reduce_dtype=torch.float32
+        )
+    if strategy.endswith("offload"):
+        options["offload_policy"] = CPUOffloadPolicy()
+    block_lists = [m for m in $model.modules() if isinstance(m, torch.nn.ModuleList)]
+    for block in max(block_lists, key=len, default=[]):
+        fully_shard(block, **options)
+    fully_shard($model, **options)
+''' + _REMAKE_OPTIMIZER + _TO_DEVICE + '''
+
+# The optimizer must see the wrapped (sharded) parameters.
+$optimizer = _same_optimizer($optimizer, $model.parameters())
+# Each rank should read its own part of the data (torch.utils.data.DistributedSampler).
+$inputs = _to_device($inputs, device)
+for step in range($v_num_steps):
+    output = $call
+    loss = $loss_fn(output)
+    loss.backward()
+    $optimizer.step()
+    $optimizer.zero_grad(set_to_none=True)
+    if rank == 0:
+        print(f"step {step}: loss {loss.item():.4f}")
+dist.destroy_process_group()
+'''
+
+DEEPSPEED_ZERO = '''\
+# Assumes: $model, $inputs, $optimizer and $loss_fn(output) -> scalar loss.
+# pip install deepspeed; launch with:  deepspeed --num_gpus=$v_nproc train.py
+import deepspeed
+
+offload = $v_offload
+zero = {"stage": $v_stage, "overlap_comm": True, "contiguous_gradients": True}
+if offload:
+    zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if $v_stage == 3:
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+ds_config = {
+    "train_micro_batch_size_per_gpu": $v_micro_batch,
+    "gradient_accumulation_steps": $v_accum_steps,
+    "bf16": {"enabled": $v_bf16},
+    "zero_optimization": zero,
+}
+$model, $optimizer, _, _ = deepspeed.initialize(
+    model=$model, optimizer=$optimizer, config=ds_config
+)
+output = $call
+loss = $loss_fn(output)
+$model.backward(loss)
+$model.step()
+'''
+
+TENSOR_PARALLEL = '''\
+# Assumes: $model, a transformer whose blocks are an nn.ModuleList. Launch with
+#     torchrun --nproc_per_node=$v_nproc train.py
+# Megatron-style tensor parallel over $v_tp devices (within one node: NVLink), data parallel
+# (FSDP) over $v_dp groups. Attention modules must use num_heads // $v_tp local heads
+# (Hugging Face models: from_pretrained(..., tp_plan="auto") does this for you).
+import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+device_type = "cuda" if torch.cuda.is_available() else "cpu"
+mesh = init_device_mesh(device_type, ($v_dp, $v_tp), mesh_dim_names=("dp", "tp"))
+COLWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "c_fc", "fc1", "query", "key",
+           "value", "w1", "w3")
+ROWWISE = ("o_proj", "down_proj", "c_proj", "fc2", "out_proj", "w2")
+block_lists = [m for m in $model.modules() if isinstance(m, torch.nn.ModuleList)]
+blocks = max(block_lists, key=len, default=[])
+for block in blocks:
+    plan = {}
+    for name, sub in block.named_modules():
+        leaf = name.rsplit(".", 1)[-1]
+        if isinstance(sub, torch.nn.Linear) and leaf in COLWISE:
+            plan[name] = ColwiseParallel()  # split output features: no communication
+        elif isinstance(sub, torch.nn.Linear) and leaf in ROWWISE:
+            plan[name] = RowwiseParallel()  # split input features: one all-reduce
+    parallelize_module(block, mesh["tp"], plan)
+if $v_dp > 1:
+    for block in blocks:
+        fully_shard(block, mesh=mesh["dp"])
+    fully_shard($model, mesh=mesh["dp"])
+'''
+
+PIPELINE_PARALLEL = '''\
+# Assumes: $model (blocks in an nn.ModuleList), $inputs (one micro-batch) and
+# $loss_fn(output) -> scalar loss. Launch with  torchrun --nproc_per_node=$v_pp train.py
+# $v_pp stages x $v_microbatches micro-batches (1F1B): idle "bubble" = (pp - 1) / (m + pp - 1).
+import os
+
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import Schedule1F1B, SplitPoint, pipeline
+
+num_stages, num_microbatches = $v_pp, $v_microbatches
+dist.init_process_group()
+rank = dist.get_rank()
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+named_lists = [(n, m) for n, m in $model.named_modules() if isinstance(m, torch.nn.ModuleList)]
+blocks_name, blocks = max(named_lists, key=lambda item: len(item[1]))
+per_stage = len(blocks) // num_stages
+split_spec = {f"{blocks_name}.{i * per_stage}": SplitPoint.BEGINNING for i in range(1, num_stages)}
+pipe = pipeline($model, mb_args=$args, mb_kwargs=$kwargs, split_spec=split_spec)
+stage = pipe.build_stage(rank, device)
+schedule = Schedule1F1B(
+    stage, n_microbatches=num_microbatches, loss_fn=lambda output, target: $loss_fn(output)
+)
+full_batch = torch.cat([$inputs] * num_microbatches) if rank == 0 else None
+if rank == 0:
+    schedule.step(full_batch)
+elif rank == num_stages - 1:
+    losses = []
+    schedule.step(target=torch.zeros(num_microbatches), losses=losses)
+else:
+    schedule.step()
+dist.destroy_process_group()
+'''
+
+OPTIMIZER_8BIT = '''\
+# Assumes: $model and $optimizer (before training starts). pip install bitsandbytes (CUDA).
+# Optimizer moments in 8 bits with block-wise scales (Dettmers et al. 2022).
+import bitsandbytes as bnb
+
+defaults = $optimizer.defaults
+$optimizer = getattr(bnb.optim, $v_class_name)(
+    $model.parameters(),
+    lr=defaults["lr"],
+    weight_decay=defaults.get("weight_decay", 0.0),
+    **({"betas": defaults["betas"]} if "betas" in defaults else {}),
+)
+'''
+
+FUSED_OPTIMIZER = '''\
+# Assumes: $model and $optimizer (do this before training starts: the new optimizer has
+# empty state). One fused kernel updates every parameter instead of several kernels per tensor.
+import inspect
+
+import torch
+''' + _REMAKE_OPTIMIZER + '''
+
+$optimizer = _same_optimizer($optimizer, $model.parameters(), fused=True, foreach=None)
+'''
+
+FUSED_OPTIMIZER_FOREACH = '''\
+# Assumes: $model and $optimizer (do this before training starts: the new optimizer has
+# empty state). foreach=True: one multi-tensor kernel per operation instead of one per tensor.
+import inspect
+
+import torch
+''' + _REMAKE_OPTIMIZER + '''
+
+$optimizer = _same_optimizer($optimizer, $model.parameters(), foreach=True, fused=None)
+'''
+
+DATALOADER = '''\
+# Assumes: $dataset, a torch.utils.data.Dataset yielding tensors (or tuples/dicts of them).
+# Worker processes prepare batches in parallel, pinned (page-locked) memory lets the
+# host-to-device copy run asynchronously, and prefetching keeps batches queued.
+import os
+
+import torch
+from torch.utils.data import DataLoader
+
+num_workers = min($v_num_workers, os.cpu_count() or 1)
+loader = DataLoader(
+    $dataset,
+    batch_size=$v_batch_size,
+    shuffle=True,
+    num_workers=num_workers,
+    pin_memory=torch.cuda.is_available(),
+    prefetch_factor=$v_prefetch if num_workers > 0 else None,
+    persistent_workers=num_workers > 0,
+    drop_last=True,  # fixed shapes: no recompilation, CUDA graphs stay valid
+)
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+''' + _TO_DEVICE + '''
+
+def batches():
+    for batch in loader:
+        yield _to_device(batch, device)  # non_blocking copy overlaps with compute
+'''
+
+GRAD_ACCUMULATION = '''\
+# Assumes: $model, $inputs (one batch), $optimizer and $loss_fn(output) -> scalar loss
+# (a mean over the batch). $v_accum_steps micro-batches are accumulated before each optimizer
+# step: the update equals one step on the whole batch, with 1/$v_accum_steps of the activations.
+import torch
+
+accum_steps = $v_accum_steps
+
+
+def _split(value, n):
+    if isinstance(value, torch.Tensor) and value.dim() > 0:
+        return list(value.chunk(n))
+    if isinstance(value, dict):
+        parts = {k: _split(v, n) for k, v in value.items()}
+        return [{k: parts[k][i] for k in parts} for i in range(n)]
+    if isinstance(value, (list, tuple)):
+        parts = [_split(v, n) for v in value]
+        return [type(value)(p[i] for p in parts) for i in range(n)]
+    return [value] * n
+
+
+def _micro_step($inputs):
+    output = $call
+    loss = $loss_fn(output) / accum_steps
+    loss.backward()
+    return loss.detach()
+
+
+def train_step(batch):
+    loss = sum(_micro_step(micro) for micro in _split(batch, accum_steps))
+    $optimizer.step()
+    $optimizer.zero_grad(set_to_none=True)
+    return loss
+
+# Call train_step(batch) with a batch of $v_effective_batch samples.
+'''
+
+LARGER_BATCH = '''\
+# Assumes: $dataset. Feed $v_batch_size samples per step instead of $v_old_batch_size:
+# bigger GEMMs use the device better. Scale the learning rate with care (linear scaling
+# with warm-up is the usual starting point).
+from torch.utils.data import DataLoader
+
+batch_size = $v_batch_size
+loader = DataLoader($dataset, batch_size=batch_size, shuffle=True, drop_last=True)
+'''
+
+DYNAMIC_INT8 = '''\
+# Assumes: $model and $inputs, inference on a CPU. Linear weights stored in int8, activations
+# quantized on the fly per batch (fbgemm / oneDNN kernels). Check accuracy on your data.
+# (torch.ao.quantization is deprecated in favour of torchao; this API still works.)
+import torch
+from torch.ao.quantization import quantize_dynamic
+
+quantized_$model = quantize_dynamic($model, {torch.nn.Linear}, dtype=torch.qint8)  # a copy
+quantized_$model.eval()
+
+
+def _infer($model):
+    with torch.inference_mode():
+        return $call
+
+
+output = _infer(quantized_$model)
+'''
+
+EMBEDDING_INT8 = '''\
+# Assumes: $model and $inputs, inference. Embedding tables in 8 bits with a per-row scale and
+# offset: a quarter of the fp32 size.
+import torch
+from torch.ao.quantization import float_qparams_weight_only_qconfig, quantize_dynamic
+
+quantized_$model = quantize_dynamic(
+    $model, {torch.nn.Embedding: float_qparams_weight_only_qconfig}, dtype=torch.quint8
+)
+quantized_$model.eval()
+
+
+def _infer($model):
+    with torch.inference_mode():
+        return $call
+
+
+output = _infer(quantized_$model)
+'''
+
+WEIGHT_ONLY_INT4 = '''\
+# Assumes: $model on a CUDA GPU, inference. Weights in 4 bits with one scale per group of
+# $v_group_size, computed in bf16: weight reads (what bounds decoding) shrink about 4x vs bf16.
+# pip install torchao.  For calibrated checkpoints use GPTQ or AWQ instead, e.g.
+#   transformers' GPTQConfig(bits=4, dataset="c4") or an AWQ-quantized model from the Hub.
+import torch
+from torchao.quantization import Int4WeightOnlyConfig, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Int4WeightOnlyConfig(group_size=$v_group_size))
+'''
+
+WEIGHT_ONLY_NF4 = '''\
+# Assumes: $model is a Hugging Face transformers model, inference on CUDA.
+# pip install bitsandbytes. NF4: 4-bit NormalFloat weights with block-wise scales (QLoRA),
+# double quantization of the scales, compute in bf16.
+import torch
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+$model.save_pretrained("aiadvisor_checkpoint")
+quantization = BitsAndBytesConfig(
+    load_in_4bit=True,
+    bnb_4bit_quant_type="nf4",
+    bnb_4bit_use_double_quant=True,
+    bnb_4bit_compute_dtype=torch.bfloat16,
+)
+$model = AutoModelForCausalLM.from_pretrained(
+    "aiadvisor_checkpoint", quantization_config=quantization, device_map="auto"
+)
+'''
+
+SPARSITY_24 = '''\
+# Assumes: $model on an NVIDIA Ampere-or-newer GPU, inference in fp16/bf16.
+# 2:4 semi-structured sparsity: two of every four weights are zero and the sparse tensor cores
+# skip them. Pruning costs accuracy: fine-tune afterwards (e.g. SparseGPT, or torchao's
+# sparsity tools) and check on your data.
+import torch
+from torch.sparse import to_sparse_semi_structured
+
+
+def _prune_2_4(weight):
+    # Keep the 2 largest-magnitude weights of every 4 consecutive ones.
+    groups = weight.detach().reshape(-1, 4)
+    keep = groups.abs().topk(2, dim=1).indices
+    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, keep, True)
+    return (groups * mask).reshape(weight.shape)
+
+
+$model = $model.to(device="cuda", dtype=getattr(torch, $v_dtype)).eval()
+for module in $model.modules():
+    if isinstance(module, torch.nn.Linear) and min(module.weight.shape) >= 64:
+        sparse = to_sparse_semi_structured(_prune_2_4(module.weight))
+        module.weight = torch.nn.Parameter(sparse, requires_grad=False)
+'''
+
+SERVING = '''\
+# Assumes: $model is a Hugging Face causal LM (save its tokenizer next to it too).
+# Serve with continuous batching and a paged KV cache instead of one request at a time.
+# pip install vllm.  Or Hugging Face TGI:  text-generation-launcher --model-id ./aiadvisor_serving
+# KV cache per sequence of $v_seq_len tokens: $v_kv_cache_gib GiB (bf16).
+from vllm import LLM, SamplingParams
+
+$model.save_pretrained("aiadvisor_serving")
+llm = LLM(model="aiadvisor_serving", max_num_seqs=$v_max_num_seqs, gpu_memory_utilization=0.9)
+prompts = ["Hello, my name is"]
+outputs = llm.generate(prompts, SamplingParams(max_tokens=$v_max_tokens))
+'''
+
+ONNX_EXPORT = '''\
+# Assumes: $model and $inputs. pip install onnx onnxscript onnxruntime (onnxruntime-gpu on CUDA).
+# TensorRT: trtexec --onnx=aiadvisor_model.onnx --fp16  builds a fused engine from the same file.
+import onnxruntime as ort
+import torch
+
+$model.eval()
+program = torch.onnx.export($model, $args, kwargs=$kwargs, dynamo=True)
+program.save("aiadvisor_model.onnx")
+session = ort.InferenceSession(
+    "aiadvisor_model.onnx",
+    providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+)
+'''
+
+DISTILL_PRUNE = '''\
+# Assumes: $model and $inputs. For edge devices: a smaller student learns from the original
+# (teacher). 1) Structured pruning removes the $v_prune_percent% lowest-norm output channels of
+# each conv/linear layer (zeros; shrink the layers, e.g. with torch-pruning, to get the speedup).
+# 2) Distillation trains the pruned model to match the teacher's outputs.
+import copy
+
+import torch
+import torch.nn.functional as F
+import torch.nn.utils.prune as prune
+
+teacher = copy.deepcopy($model).eval()
+student = $model
+layers = [m for m in student.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+for layer in layers[:-1]:  # keep the output layer whole
+    prune.ln_structured(layer, name="weight", amount=$v_amount, n=2, dim=0)
+    prune.remove(layer, "weight")
+
+
+def distillation_loss(student_logits, teacher_logits, temperature=$v_temperature):
+    soft_teacher = F.softmax(teacher_logits / temperature, dim=-1)
+    log_student = F.log_softmax(student_logits / temperature, dim=-1)
+    return F.kl_div(log_student, soft_teacher, reduction="batchmean") * temperature**2
+'''
+
+SNIPPETS: dict[str, Snippet] = {
+    "tf32": Snippet(template=TF32),
+    "autocast_train": Snippet(template=AUTOCAST_TRAIN),
+    "autocast_infer": Snippet(template=AUTOCAST_INFER),
+    "fp8": Snippet(template=FP8_TORCHAO, requires=("torchao",), needs_cuda=True),
+    "channels_last": Snippet(template=CHANNELS_LAST),
+    "torch_compile": Snippet(template=TORCH_COMPILE),
+    "cuda_graphs": Snippet(template=CUDA_GRAPHS, needs_cuda=True),
+    "sdpa": Snippet(template=SDPA),
+    "checkpointing": Snippet(template=CHECKPOINTING),
+    "distributed": Snippet(template=DISTRIBUTED_TRAIN, launcher="torchrun"),
+    "deepspeed": Snippet(template=DEEPSPEED_ZERO, requires=("deepspeed",), needs_cuda=True,
+                         launcher="torchrun"),
+    "tensor_parallel": Snippet(template=TENSOR_PARALLEL, launcher="torchrun"),
+    "pipeline_parallel": Snippet(template=PIPELINE_PARALLEL, needs_cuda=True, launcher="torchrun"),
+    "optimizer_8bit": Snippet(template=OPTIMIZER_8BIT, requires=("bitsandbytes",),
+                              needs_cuda=True),
+    "fused_optimizer": Snippet(template=FUSED_OPTIMIZER),
+    "foreach_optimizer": Snippet(template=FUSED_OPTIMIZER_FOREACH),
+    "dataloader": Snippet(template=DATALOADER),
+    "grad_accumulation": Snippet(template=GRAD_ACCUMULATION),
+    "larger_batch": Snippet(template=LARGER_BATCH),
+    "dynamic_int8": Snippet(template=DYNAMIC_INT8),
+    "embedding_int8": Snippet(template=EMBEDDING_INT8),
+    "weight_only_int4": Snippet(template=WEIGHT_ONLY_INT4, requires=("torchao",),
+                                needs_cuda=True),
+    "weight_only_nf4": Snippet(template=WEIGHT_ONLY_NF4,
+                               requires=("transformers", "bitsandbytes"), needs_cuda=True),
+    "sparsity_24": Snippet(template=SPARSITY_24, needs_cuda=True),
+    "serving": Snippet(template=SERVING, requires=("vllm",), needs_cuda=True),
+    "onnx_export": Snippet(template=ONNX_EXPORT, requires=("onnx", "onnxscript", "onnxruntime")),
+    "distill_prune": Snippet(template=DISTILL_PRUNE),
+}
