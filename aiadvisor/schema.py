@@ -148,12 +148,14 @@ class HardwareSpec:
     measured: bool = False
     """True when the figures come from benchmarking the attached device (``detect(benchmark=True)``)."""
     launch_overhead_us: float | None = None
+    fp4_tflops: float | None = None
+    """Dense FP4 (NVFP4/MXFP4) tensor peak where the hardware has one (Blackwell, CDNA4)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
             self, "memory_gb", "memory_bw_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops",
             "fp16_tflops", "fp8_tflops", "int8_tops", "int4_tops", "tdp_w",
-            "interconnect_bw_gbs", "usd_per_hour",
+            "interconnect_bw_gbs", "usd_per_hour", "launch_overhead_us", "fp4_tflops",
         )
 
     @property

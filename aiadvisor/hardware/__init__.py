@@ -1,0 +1,41 @@
+"""Hardware: the spec catalog (dense figures with sources) and the attached device.
+
+>>> import aiadvisor as aa
+>>> aa.hardware.get("H100").name
+'NVIDIA H100 SXM'
+
+Importing this package imports neither torch nor pandas; :func:`detect` and :func:`benchmark`
+import torch when called, the table functions import pandas.
+"""
+
+from __future__ import annotations
+
+from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
+from .catalog import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
+from .detect import CpuInfo, DetectedDevice, cpu_info, detect, probe
+from .lookup import find, get, resolve
+from .support import SUPPORT_LEVELS, support_matrix
+
+__all__ = [
+    "COLUMNS",
+    "FIGURE_COLUMNS",
+    "KINDS",
+    "SUPPORT_LEVELS",
+    "BandwidthPoint",
+    "BenchmarkResult",
+    "CpuInfo",
+    "DetectedDevice",
+    "MatmulPoint",
+    "all_specs",
+    "benchmark",
+    "cache_directory",
+    "catalog",
+    "cpu_info",
+    "detect",
+    "find",
+    "get",
+    "probe",
+    "resolve",
+    "shipped_csv_path",
+    "support_matrix",
+]

@@ -1,0 +1,445 @@
+"""Microbenchmarks of the attached device: matmul throughput per precision over a few sizes,
+memory bandwidth (copy and add of large tensors) and per-op launch overhead (a tiny op).
+
+Results are cached as JSON in the user cache directory, keyed by device name, backend and torch
+version, with the date and library versions; the next call reuses them unless the requested
+configuration differs or ``refresh=True``. The per-size figures (achieved TFLOP/s vs matrix
+size) are kept for the cost model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import functools
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from ..schema import HardwareSpec
+
+__all__ = [
+    "BandwidthPoint",
+    "BenchmarkResult",
+    "MatmulPoint",
+    "benchmark",
+    "cache_directory",
+    "text_progress",
+]
+
+_CACHE_VERSION = 1
+_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+_COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
+           "fp16": "fp16_tflops"}
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatmulPoint:
+    """One square matmul ``(n, n) @ (n, n)``: 2 n^3 FLOPs in ``seconds`` (median)."""
+
+    precision: str
+    n: int
+    seconds: float
+    tflops: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BandwidthPoint:
+    """One streaming op over ``num_bytes`` of traffic (reads + writes) in ``seconds``."""
+
+    op: str
+    num_bytes: int
+    seconds: float
+    gbs: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkResult:
+    """Measured figures of one device, per size, with where and when they were taken."""
+
+    device_name: str
+    backend: str
+    torch_version: str
+    date: str
+    """ISO timestamp of the run (UTC)."""
+    library_versions: dict[str, str]
+    config: dict[str, Any]
+    matmul: tuple[MatmulPoint, ...]
+    bandwidth: tuple[BandwidthPoint, ...]
+    launch_overhead_us: float
+    """Median time of one tiny op (a one-element add), microseconds."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Precisions not measured, with the reason (e.g. no native bf16 on this CPU)."""
+    num_threads: int | None = None
+    duration_s: float = 0.0
+    from_cache: bool = False
+    cache_path: str | None = None
+
+    def curve(self, precision: str) -> list[tuple[int, float]]:
+        """Achieved TFLOP/s against matrix size ``n`` for one precision, by increasing n."""
+        return sorted((p.n, p.tflops) for p in self.matmul if p.precision == precision)
+
+    def peak_tflops(self, precision: str) -> float | None:
+        """Best achieved TFLOP/s over the measured sizes (None if not measured)."""
+        values = [t for _, t in self.curve(precision)]
+        return max(values) if values else None
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p.precision for p in self.matmul))
+
+    @property
+    def memory_bw_gbs(self) -> float | None:
+        """Best streaming bandwidth over the copy/add measurements, GB/s."""
+        return max((p.gbs for p in self.bandwidth), default=None)
+
+    def table(self):
+        """Per-size matmul figures as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(p) for p in self.matmul])
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("from_cache")
+        data.pop("cache_path")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **extra: Any) -> BenchmarkResult:
+        data = dict(data)
+        data["matmul"] = tuple(MatmulPoint(**p) for p in data["matmul"])
+        data["bandwidth"] = tuple(BandwidthPoint(**p) for p in data["bandwidth"])
+        return cls(**data, **extra)
+
+    def apply_to(self, spec: HardwareSpec) -> HardwareSpec:
+        """``spec`` with the measured figures in place of the datasheet ones, measured=True."""
+        measured = {_COLUMN[p]: self.peak_tflops(p) for p in self.precisions}
+        bandwidth = self.memory_bw_gbs
+        if bandwidth is not None:
+            measured["memory_bw_gbs"] = bandwidth
+        names = ", ".join(f"{p} matmul" for p in self.precisions)
+        note = (f"MEASURED on this device {self.date[:10]} (torch {self.torch_version}, "
+                f"{self.backend}): {names}, memory bandwidth and launch overhead; other columns "
+                "are datasheet/catalog figures.")
+        if self.skipped:
+            note += " Not measured: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items())
+            note += "."
+        return dataclasses.replace(spec, measured=True, launch_overhead_us=self.launch_overhead_us,
+                                   notes=f"{note} {spec.notes}".strip(), **measured)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cache
+# ---------------------------------------------------------------------------------------------
+
+def cache_directory(override: str | os.PathLike | None = None) -> Path:
+    """Benchmark cache directory: ``override``, ``$AIADVISOR_CACHE_DIR``,
+    ``$XDG_CACHE_HOME/aiadvisor`` or ``~/.cache/aiadvisor``."""
+    if override is not None:
+        return Path(override)
+    if os.environ.get("AIADVISOR_CACHE_DIR"):
+        return Path(os.environ["AIADVISOR_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aiadvisor"
+
+
+def _cache_file(directory: Path, device_name: str, backend: str, torch_version: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{device_name}-{backend}-torch{torch_version}")
+    return directory / f"benchmark-{slug.strip('-').lower()}.json"
+
+
+def _load_cached(path: Path, config: dict[str, Any]) -> BenchmarkResult | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.pop("cache_version", None) != _CACHE_VERSION or data.get("config") != config:
+        return None
+    try:
+        return BenchmarkResult.from_dict(data, from_cache=True, cache_path=str(path))
+    except (TypeError, KeyError):
+        return None
+
+
+def _store(path: Path, result: BenchmarkResult) -> str | None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"cache_version": _CACHE_VERSION, **result.to_dict()},
+                                  indent=1), encoding="utf-8")
+        tmp.replace(path)
+        return str(path)
+    except OSError:
+        return None  # a read-only cache dir only costs a re-run next time
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+
+def _time_op(fn: Callable[[], Any], *, sync: Callable[[], None], min_time_s: float,
+             max_reps: int = 50) -> float:
+    """Median seconds per call of ``fn`` after one warm-up call; at least 3 timed calls,
+    more until ``min_time_s`` of timed work or ``max_reps``."""
+    fn()
+    sync()
+    times: list[float] = []
+    total = 0.0
+    while len(times) < 3 or (total < min_time_s and len(times) < max_reps):
+        start = time.perf_counter()
+        fn()
+        sync()
+        elapsed = time.perf_counter() - start
+        times.append(elapsed)
+        total += elapsed
+    return statistics.median(times)
+
+
+def text_progress(stream: Any = None, width: int = 24) -> Progress:
+    """A dependency-free text progress bar: ``[#####-----]  40% matmul fp32 n=1024``."""
+    out = stream if stream is not None else sys.stderr
+
+    def report(fraction: float, message: str) -> None:
+        filled = round(width * min(max(fraction, 0.0), 1.0))
+        bar = "#" * filled + "-" * (width - filled)
+        end = "\n" if fraction >= 1.0 else ""
+        out.write(f"\r[{bar}] {fraction:4.0%} {message:<40.40}{end}")
+        out.flush()
+
+    return report
+
+
+def _progress_fn(progress: Any) -> Progress:
+    if progress is True:
+        return text_progress()
+    if progress in (False, None):
+        return lambda fraction, message: None
+    if callable(progress):
+        return progress
+    raise InvalidArgumentError(
+        f"progress={progress!r} is not valid: expected True, False or a callable "
+        "(fraction, message)."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------------
+
+def _sync_fn(torch: Any, backend: str) -> Callable[[], None]:
+    if backend in ("cuda", "rocm"):
+        return torch.cuda.synchronize
+    if backend == "mps":
+        return torch.mps.synchronize
+    if backend == "xpu":
+        return torch.xpu.synchronize
+    return lambda: None
+
+
+def _torch_device(backend: str) -> str:
+    return {"rocm": "cuda"}.get(backend, backend)
+
+
+def _default_precisions(device: Any) -> tuple[tuple[str, ...], dict[str, str]]:
+    """fp32 always; tf32/bf16/fp16 where the device runs them natively (CPU: from ISA flags)."""
+    skipped: dict[str, str] = {}
+    if device.backend in ("cuda", "rocm"):
+        major = int((device.compute_capability or "0.0").split(".")[0])
+        if device.backend == "rocm" or major >= 8:
+            return ("fp32", "tf32", "bf16", "fp16"), skipped
+        skipped.update(tf32="needs compute capability >= 8.0", bf16="needs compute capability >= 8.0")
+        return ("fp32", "fp16"), skipped
+    if device.backend in ("mps", "xpu"):
+        return ("fp32", "fp16", "bf16"), skipped
+    cpu = device.cpu
+    chosen = ["fp32"]
+    for precision, fast in (("bf16", cpu is not None and cpu.fast_bf16),
+                            ("fp16", cpu is not None and cpu.fast_fp16)):
+        if fast:
+            chosen.append(precision)
+        else:
+            skipped[precision] = "no native support in this CPU's ISA flags (would run emulated)"
+    skipped["tf32"] = "CPUs have no TF32 mode"
+    return tuple(chosen), skipped
+
+
+def _matmul_points(torch: Any, *, dev: str, sync: Callable[[], None], precision: str,
+                   sizes: Sequence[int], min_time_s: float, step: Callable[[str], None]
+                   ) -> list[MatmulPoint]:
+    dtype = getattr(torch, _DTYPES[precision])
+    points = []
+    tf32_flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        for n in sizes:
+            step(f"matmul {precision} n={n}")
+            a = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
+            b = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
+            seconds = _time_op(functools.partial(torch.mm, a, b), sync=sync,
+                               min_time_s=min_time_s)
+            points.append(MatmulPoint(precision=precision, n=int(n), seconds=seconds,
+                                      tflops=2.0 * n**3 / seconds / 1e12))
+            del a, b
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32_flags
+    return points
+
+
+def _bandwidth_points(torch: Any, *, dev: str, sync: Callable[[], None], num_bytes: int,
+                      min_time_s: float, step: Callable[[str], None]) -> list[BandwidthPoint]:
+    numel = max(num_bytes // 4, 1)
+    a = torch.ones(numel, device=dev, dtype=torch.float32)
+    b = torch.ones(numel, device=dev, dtype=torch.float32)
+    c = torch.empty(numel, device=dev, dtype=torch.float32)
+    nbytes = numel * 4
+    points = []
+    # copy reads a and writes c (2 x nbytes); add reads a, b and writes c (3 x nbytes)
+    for op, fn, traffic in (("copy", lambda: c.copy_(a), 2 * nbytes),
+                            ("add", lambda: torch.add(a, b, out=c), 3 * nbytes)):
+        step(f"memory {op} {nbytes / 2**20:.0f} MiB")
+        seconds = _time_op(fn, sync=sync, min_time_s=min_time_s)
+        points.append(BandwidthPoint(op=op, num_bytes=traffic, seconds=seconds,
+                                     gbs=traffic / seconds / 1e9))
+    return points
+
+
+def _launch_overhead_us(torch: Any, *, dev: str, sync: Callable[[], None], min_time_s: float,
+                        step: Callable[[str], None], ops_per_call: int = 200) -> float:
+    step("launch overhead (tiny op)")
+    tiny = torch.zeros(1, device=dev)
+
+    def many() -> None:
+        for _ in range(ops_per_call):
+            tiny.add_(1.0)
+
+    return _time_op(many, sync=sync, min_time_s=min_time_s) / ops_per_call * 1e6
+
+
+def _library_versions(torch: Any) -> dict[str, str]:
+    from .. import __version__
+
+    versions = {"aiadvisor": __version__, "torch": torch.__version__,
+                "python": platform.python_version(), "platform": platform.platform()}
+    try:
+        import numpy
+
+        versions["numpy"] = numpy.__version__
+    except ImportError:
+        pass
+    return versions
+
+
+def _resolve_config(device: Any, sizes: Sequence[int] | None, precisions: Sequence[str] | None,
+                    bandwidth_bytes: int | None, min_time_s: float
+                    ) -> tuple[dict[str, Any], dict[str, str]]:
+    on_cpu = device.backend == "cpu"
+    default_precisions, skipped = _default_precisions(device)
+    if precisions is None:
+        precisions = default_precisions
+    else:
+        bad = [p for p in precisions if p not in _DTYPES]
+        if bad:
+            raise InvalidArgumentError(
+                f"precisions={list(precisions)!r} is not valid: {bad[0]!r} cannot be "
+                f"benchmarked; expected a subset of {', '.join(_DTYPES)}."
+            )
+        skipped = {k: v for k, v in skipped.items() if k not in precisions}
+    sizes = tuple(int(n) for n in (sizes or ((128, 256, 512, 1024, 2048) if on_cpu
+                                             else (1024, 2048, 4096, 8192))))
+    if not sizes or min(sizes) < 1:
+        raise InvalidArgumentError(f"sizes={sizes!r} is not valid: expected positive integers.")
+    config = {"sizes": list(sizes), "precisions": list(precisions),
+              "bandwidth_bytes": int(bandwidth_bytes or (2**28 if on_cpu else 2**30)),
+              "min_time_s": float(min_time_s)}
+    return config, skipped
+
+
+def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
+              precisions: Sequence[str] | None = None, bandwidth_bytes: int | None = None,
+              min_time_s: float = 0.2, refresh: bool = False,
+              cache_dir: str | os.PathLike | None = None, progress: Any = True
+              ) -> BenchmarkResult:
+    """Measure the attached device (or reuse the cached measurement).
+
+    Parameters
+    ----------
+    device : DetectedDevice, optional
+        From :func:`~aiadvisor.hardware.detect.probe`; probed when omitted.
+    sizes : sequence of int, optional
+        Square matmul sizes n (default 128...2048 on a CPU, 1024...8192 on a GPU).
+    precisions : sequence of str, optional
+        Subset of fp32, tf32, bf16, fp16 (default: fp32 plus the precisions the device runs
+        natively; on a CPU bf16/fp16 only with AVX512-BF16/AMX or AVX512-FP16 flags).
+    bandwidth_bytes : int, optional
+        Size of each tensor of the copy/add bandwidth test (default 256 MiB CPU, 1 GiB GPU).
+    min_time_s : float
+        Timed work per measurement point (at least 3 timed calls, median reported).
+    refresh : bool
+        Ignore the cache and measure again.
+    cache_dir : path, optional
+        Cache directory (see :func:`cache_directory`).
+    progress : bool or callable
+        True prints a text bar to stderr; a callable gets ``(fraction, message)``.
+
+    Returns
+    -------
+    BenchmarkResult
+        Per-size matmul TFLOP/s, copy/add bandwidth, launch overhead, date and versions.
+        On a 2-core CPU the defaults take about 5-10 s (plus importing torch).
+    """
+    import torch
+
+    from .detect import probe
+
+    device = device if device is not None else probe()
+    config, skipped = _resolve_config(device, sizes, precisions, bandwidth_bytes, min_time_s)
+    path = _cache_file(cache_directory(cache_dir), device.name, device.backend,
+                       torch.__version__)
+    if not refresh:
+        cached = _load_cached(path, config)
+        if cached is not None:
+            return cached
+    result = _run(torch, device, config, skipped, _progress_fn(progress))
+    stored = _store(path, result)
+    return dataclasses.replace(result, cache_path=stored)
+
+
+def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str],
+         report: Progress) -> BenchmarkResult:
+    dev, sync = _torch_device(device.backend), _sync_fn(torch, device.backend)
+    total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
+    done = [0]
+
+    def step(message: str) -> None:
+        report(done[0] / total_steps, message)
+        done[0] += 1
+
+    started = time.perf_counter()
+    min_time_s = config["min_time_s"]
+    matmul: list[MatmulPoint] = []
+    for precision in config["precisions"]:
+        matmul += _matmul_points(torch, dev=dev, sync=sync, precision=precision,
+                                 sizes=config["sizes"], min_time_s=min_time_s, step=step)
+    bandwidth = _bandwidth_points(torch, dev=dev, sync=sync, num_bytes=config["bandwidth_bytes"],
+                                  min_time_s=min_time_s, step=step)
+    overhead = _launch_overhead_us(torch, dev=dev, sync=sync, min_time_s=min_time_s, step=step)
+    report(1.0, f"done in {time.perf_counter() - started:.1f} s")
+    return BenchmarkResult(
+        device_name=device.name, backend=device.backend, torch_version=torch.__version__,
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        library_versions=_library_versions(torch), config=config, matmul=tuple(matmul),
+        bandwidth=tuple(bandwidth), launch_overhead_us=overhead, skipped=skipped,
+        num_threads=torch.get_num_threads(), duration_s=time.perf_counter() - started,
+    )

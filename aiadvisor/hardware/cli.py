@@ -1,0 +1,129 @@
+"""``aiadvisor hardware``: print the catalog (filterable) and the detected device."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from ..errors import AIAdvisorError, check_choice
+from .catalog import KINDS
+
+__all__ = ["add_arguments", "format_table", "run"]
+
+#: (column, header, format) of the printed table; blank cells print as "-" (unknown).
+_TABLE = (
+    ("name", "name", "{}"), ("kind", "kind", "{}"), ("memory_gb", "mem GB", "{:g}"),
+    ("memory_bw_gbs", "mem GB/s", "{:g}"), ("fp32_tflops", "fp32", "{:g}"),
+    ("bf16_tflops", "bf16", "{:g}"), ("fp16_tflops", "fp16", "{:g}"),
+    ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("tdp_w", "W", "{:g}"),
+    ("usd_per_hour", "$/h", "{:g}"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``aiadvisor hardware`` options to ``parser``."""
+    parser.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google)")
+    parser.add_argument("--kind", help=f"only this kind: {', '.join(KINDS)}")
+    parser.add_argument("--min-memory-gb", type=float, default=None, metavar="GB",
+                        help="only devices with at least this much memory")
+    parser.add_argument("--name", help="only names containing this text (case-insensitive)")
+    parser.add_argument("--csv", metavar="PATH",
+                        help="a user CSV that adds or overrides catalog rows")
+    parser.add_argument("--no-detect", action="store_true",
+                        help="do not detect the attached device")
+    parser.add_argument("--benchmark", action="store_true",
+                        help="benchmark the attached device (cached; a few seconds on a CPU)")
+    parser.add_argument("--refresh", action="store_true",
+                        help="with --benchmark: ignore the cached result and measure again")
+
+
+def _cell(value: Any, fmt: str) -> str:
+    import pandas as pd
+
+    if value is None or pd.isna(value):
+        return "-"
+    return fmt.format(value)
+
+
+def format_table(table: Any) -> str:
+    """The catalog rows as an aligned text table (dense TFLOP/s; '-' = unknown)."""
+    rows = [[header for _, header, _ in _TABLE]]
+    for _, record in table.iterrows():
+        rows.append([_cell(record[column], fmt) for column, _, fmt in _TABLE])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_TABLE))]
+    lines = []
+    for j, r in enumerate(rows):
+        cells = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _filter(table: Any, args: argparse.Namespace) -> Any:
+    if args.vendor:
+        table = table[table["vendor"].str.lower().str.contains(args.vendor.lower(), regex=False)]
+    if args.kind:
+        check_choice("--kind", args.kind.lower(), KINDS)
+        table = table[table["kind"] == args.kind.lower()]
+    if args.min_memory_gb is not None:
+        table = table[table["memory_gb"] >= args.min_memory_gb]
+    if args.name:
+        table = table[table["name"].str.lower().str.contains(args.name.lower(), regex=False)]
+    return table
+
+
+def _print_device(args: argparse.Namespace, out: TextIO) -> None:
+    from .detect import detect, probe
+
+    device = probe()
+    line = f"Detected device: {device.name} ({device.backend})"
+    if device.catalog_name:
+        line += f" -> catalog row {device.catalog_name!r}"
+    out.write(line + "\n")
+    if device.fallback_reason:
+        out.write(f"  CPU fallback: {device.fallback_reason}\n")
+    spec = device.spec
+    if args.benchmark:
+        spec = detect(benchmark=True, refresh=args.refresh)
+    for label, value, unit in (("memory", spec.memory_gb, "GB"),
+                               ("fp32", spec.fp32_tflops, "TFLOP/s"),
+                               ("bf16", spec.bf16_tflops, "TFLOP/s"),
+                               ("memory bandwidth", spec.memory_bw_gbs, "GB/s"),
+                               ("launch overhead", spec.launch_overhead_us, "us")):
+        if value is not None:
+            out.write(f"  {label}: {value:.4g} {unit}\n")
+    out.write(f"  {'measured' if spec.measured else 'not measured'}: {spec.notes[:300]}\n")
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+        ) -> int:
+    """Run ``aiadvisor hardware``; returns the exit status (0 ok, 2 bad input)."""
+    from .catalog import catalog
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        table = _filter(catalog(getattr(args, "csv", None)), args)
+        out.write(format_table(table) + "\n")
+        out.write(f"{len(table)} device(s). Figures are dense peaks from vendor datasheets "
+                  "(see the 'source' and 'notes' columns of aiadvisor.hardware.catalog()); "
+                  "'-' = unknown.\n\n")
+        if not getattr(args, "no_detect", False):
+            _print_device(args, out)
+    except AIAdvisorError as exc:
+        err.write(f"aiadvisor hardware: {exc}\n")
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point: ``python -m aiadvisor.hardware.cli``."""
+    parser = argparse.ArgumentParser(prog="aiadvisor hardware", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,393 @@
+"""The attached device: CUDA, ROCm, XPU, MPS or the CPU.
+
+:func:`probe` reads what the driver and the OS report (never raising); :func:`detect` turns that
+into a :class:`~aiadvisor.schema.HardwareSpec`, from the matching catalog row when there is one,
+and optionally benchmarks it (:mod:`aiadvisor.hardware.bench`). torch is imported inside the
+functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..schema import HardwareSpec
+from .lookup import find
+
+__all__ = ["CpuInfo", "DetectedDevice", "cpu_info", "detect", "parse_cpuinfo", "probe"]
+
+BACKENDS = ("cuda", "rocm", "xpu", "mps", "cpu")
+_ISA_PATTERN = re.compile(
+    r"^(avx512\w*|amx\w*|avx_vnni\w*|avx2|avx|fma|f16c|sse4_2|asimd\w*|sve\w*|sme\w*|bf16|i8mm"
+    r"|fphp|asimdhp)$"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuInfo:
+    """What the OS reports about the host CPU."""
+
+    model: str
+    vendor_id: str = ""
+    family: int | None = None
+    num_cores: int | None = None
+    """Physical cores (unique socket/core pairs), or logical CPUs when the OS does not say."""
+    num_threads: int | None = None
+    mhz: float | None = None
+    isa_flags: tuple[str, ...] = ()
+    """Vector/matrix ISA extensions: avx512*, amx*, avx2, fma, sve, ... (subset of all flags)."""
+    memory_bytes: int | None = None
+
+    @property
+    def fast_bf16(self) -> bool:
+        """The CPU has native bf16 math (AVX512-BF16, AMX-BF16 or Arm BF16)."""
+        return bool({"avx512_bf16", "amx_bf16", "bf16"} & set(self.isa_flags))
+
+    @property
+    def fast_fp16(self) -> bool:
+        """The CPU has native fp16 arithmetic (AVX512-FP16, AMX-FP16 or Arm FP16)."""
+        return bool({"avx512_fp16", "amx_fp16", "fphp", "asimdhp"} & set(self.isa_flags))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DetectedDevice:
+    """The attached device as the driver reports it, with the spec built from it."""
+
+    backend: str
+    """cuda, rocm, xpu, mps or cpu."""
+    name: str
+    spec: HardwareSpec
+    memory_bytes: int | None = None
+    num_devices: int = 1
+    num_sm: int | None = None
+    """Streaming multiprocessors (CUDA) or compute units (ROCm)."""
+    compute_capability: str | None = None
+    clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    catalog_name: str | None = None
+    """The catalog row the device matched, if any."""
+    fallback_reason: str | None = None
+    """Why no accelerator was used (CPU fallback), e.g. a CPU-only torch build or a driver error."""
+    torch_version: str | None = None
+    cpu: CpuInfo | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU
+# ---------------------------------------------------------------------------------------------
+
+def parse_cpuinfo(text: str, *, meminfo: str = "") -> CpuInfo:
+    """Parse Linux ``/proc/cpuinfo`` (and optionally ``/proc/meminfo``) text.
+
+    >>> info = parse_cpuinfo("processor : 0\\nmodel name : X\\nflags : fpu avx2 fma avx512f\\n")
+    >>> info.model, info.isa_flags
+    ('X', ('avx2', 'fma', 'avx512f'))
+    """
+    blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
+    fields: list[dict[str, str]] = []
+    for block in blocks:
+        entry = {}
+        for line in block.splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                entry[key.strip().lower()] = value.strip()
+        fields.append(entry)
+    first = fields[0] if fields else {}
+    flags = (first.get("flags") or first.get("features") or "").split()
+    cores = {(f.get("physical id", "0"), f.get("core id")) for f in fields if "core id" in f}
+    threads = sum(1 for f in fields if "processor" in f) or None
+    model = first.get("model name") or first.get("hardware") or first.get("cpu model") or ""
+    family = first.get("cpu family")
+    mhz = first.get("cpu mhz")
+    return CpuInfo(
+        model=model or platform.processor() or "unknown CPU",
+        vendor_id=first.get("vendor_id", ""),
+        family=int(family) if family and family.isdigit() else None,
+        num_cores=len(cores) or threads, num_threads=threads,
+        mhz=float(mhz) if mhz else None,
+        isa_flags=tuple(f for f in flags if _ISA_PATTERN.match(f)),
+        memory_bytes=_parse_meminfo(meminfo),
+    )
+
+
+def _parse_meminfo(text: str) -> int | None:
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, flags=re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _sysctl(key: str) -> str:
+    try:
+        out = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True,
+                             timeout=5, check=False)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def cpu_info() -> CpuInfo:
+    """The host CPU: model, cores, clock and ISA flags (Linux ``/proc``; sysctl on macOS)."""
+    text = _read("/proc/cpuinfo")
+    if text:
+        return parse_cpuinfo(text, meminfo=_read("/proc/meminfo"))
+    model = _sysctl("machdep.cpu.brand_string") or platform.processor() or "unknown CPU"
+    memsize = _sysctl("hw.memsize")
+    cores = _sysctl("hw.physicalcpu")
+    return CpuInfo(
+        model=model, num_cores=int(cores) if cores.isdigit() else os.cpu_count(),
+        num_threads=os.cpu_count(), memory_bytes=int(memsize) if memsize.isdigit() else None,
+    )
+
+
+def _fp32_flops_per_cycle(cpu: CpuInfo) -> int | None:
+    """FP32 FLOP per cycle per core from the ISA flags (x86 only), assuming 2 FMA pipes.
+
+    Zen 4 (family 25 with AVX-512) executes AVX-512 on a 256-bit datapath."""
+    flags = set(cpu.isa_flags)
+    if "avx512f" in flags:
+        return 32 if (cpu.vendor_id == "AuthenticAMD" and cpu.family == 25) else 64
+    if {"avx2", "fma"} <= flags:
+        return 32  # 2 FMA x 8 lanes x 2
+    if "avx" in flags:
+        return 16
+    return None
+
+
+def _cpu_spec(cpu: CpuInfo, reason: str | None) -> tuple[HardwareSpec, str | None, str]:
+    """The CPU's spec, the matched catalog name, and the note sentence a benchmark replaces."""
+    matched = find(cpu.model)
+    why = f" Fell back to the CPU: {reason}." if reason else ""
+    if matched is not None:
+        note = f"Detected local CPU {cpu.model!r} ({cpu.num_cores} cores).{why}"
+        spec = dataclasses.replace(matched, notes=f"{note} {matched.notes}".strip())
+        return spec, matched.name, ""
+    per_cycle = _fp32_flops_per_cycle(cpu)
+    fp32 = None
+    estimate = "Memory bandwidth unknown until benchmarked (detect(benchmark=True))."
+    if per_cycle and cpu.num_cores and cpu.mhz:
+        fp32 = cpu.num_cores * cpu.mhz * 1e6 * per_cycle / 1e12
+        estimate = (
+            f"fp32_tflops is ESTIMATED, not measured: {cpu.num_cores} cores x {cpu.mhz:.0f} MHz "
+            f"x {per_cycle} FLOP/cycle (from ISA flags) = {fp32:.3f} TFLOP/s. " + estimate
+        )
+    spec = HardwareSpec(
+        name=f"{cpu.model} (local CPU, {cpu.num_cores} cores)", vendor=_cpu_vendor(cpu),
+        kind="cpu", memory_gb=None if cpu.memory_bytes is None else cpu.memory_bytes / 1e9,
+        fp32_tflops=fp32, source="detected: /proc/cpuinfo, /proc/meminfo",
+        notes=f"Local CPU {cpu.model!r}, not in the catalog: built from /proc/cpuinfo. "
+              f"{estimate}{why}",
+    )
+    return spec, None, estimate
+
+
+def _cpu_vendor(cpu: CpuInfo) -> str:
+    return {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(cpu.vendor_id, "") or (
+        "Apple" if cpu.model.startswith("Apple") else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Accelerators
+# ---------------------------------------------------------------------------------------------
+
+def _nvml_details() -> dict[str, Any]:
+    """Clocks and power limit of GPU 0 through nvidia-ml-py, when it is installed."""
+    try:
+        import pynvml
+    except Exception:  # noqa: BLE001 - optional dependency, any import failure means "absent"
+        return {}
+    try:
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            return {
+                "clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                "memory_clock_mhz": float(
+                    pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+                "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
+            }
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - NVML errors only lose optional detail
+        return {}
+
+
+def _probe_cuda(torch: Any, reasons: list[str]) -> dict[str, Any] | None:
+    hip = getattr(torch.version, "hip", None)
+    if not torch.cuda.is_available():
+        if torch.version.cuda is None and hip is None:
+            reasons.append(f"no CUDA/ROCm: torch {torch.__version__} is a CPU-only build")
+        else:
+            reasons.append("no CUDA/ROCm device visible: torch.cuda.is_available() is False "
+                           "(no GPU, no driver, or CUDA_VISIBLE_DEVICES hides it)")
+        return None
+    props = torch.cuda.get_device_properties(0)
+    clock_khz = getattr(props, "clock_rate", None)
+    info = {
+        "backend": "rocm" if hip else "cuda", "name": torch.cuda.get_device_name(0),
+        "memory_bytes": int(props.total_memory), "num_devices": torch.cuda.device_count(),
+        "num_sm": getattr(props, "multi_processor_count", None),
+        "compute_capability": f"{props.major}.{props.minor}" if hasattr(props, "major") else None,
+        "clock_mhz": clock_khz / 1000.0 if clock_khz else None,
+    }
+    if not hip:
+        info.update({k: v for k, v in _nvml_details().items() if v is not None})
+    return info
+
+
+def _probe_xpu(torch: Any, reasons: list[str]) -> dict[str, Any] | None:
+    xpu = getattr(torch, "xpu", None)
+    if xpu is None or not xpu.is_available():
+        return None
+    props = xpu.get_device_properties(0)
+    return {"backend": "xpu", "name": xpu.get_device_name(0),
+            "memory_bytes": int(getattr(props, "total_memory", 0)) or None,
+            "num_devices": xpu.device_count()}
+
+
+def _probe_mps(torch: Any, reasons: list[str]) -> dict[str, Any] | None:
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        if sys.platform == "darwin":
+            reasons.append("MPS not available (macOS < 12.3, or torch built without MPS)")
+        return None
+    return {"backend": "mps", "name": _sysctl("machdep.cpu.brand_string") or "Apple GPU (MPS)"}
+
+
+_VENDOR = {"cuda": "NVIDIA", "rocm": "AMD", "xpu": "Intel", "mps": "Apple"}
+
+
+def _accelerator_spec(info: dict[str, Any], cpu: CpuInfo
+                      ) -> tuple[HardwareSpec, str | None, str]:
+    memory_bytes = info.get("memory_bytes") or (cpu.memory_bytes if info["backend"] == "mps"
+                                                else None)
+    matched = find(info["name"])
+    seen = f"Detected {info['name']!r} via {info['backend']}."
+    if matched is not None:
+        spec = dataclasses.replace(matched, notes=f"{seen} {matched.notes}".strip())
+        return spec, matched.name, ""
+    estimate = ("Throughput and bandwidth unknown until benchmarked "
+                "(detect(benchmark=True)).")
+    spec = HardwareSpec(
+        name=info["name"], vendor=_VENDOR.get(info["backend"], ""), kind="gpu",
+        memory_gb=None if memory_bytes is None else memory_bytes / 1e9,
+        tdp_w=info.get("power_limit_w"), source=f"detected: torch ({info['backend']})",
+        notes=f"{seen} Not in the catalog: memory from the driver. {estimate}",
+    )
+    return spec, None, estimate
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+def probe() -> DetectedDevice:
+    """Read the attached device; never raises (a broken driver falls back to the CPU).
+
+    Returns
+    -------
+    DetectedDevice
+        ``backend`` cuda/rocm/xpu/mps/cpu, names, memory, SM count, clocks, power limit (with
+        nvidia-ml-py), CPU model/cores/ISA flags, the matched catalog row and, for the CPU
+        fallback, ``fallback_reason``.
+    """
+    cpu = _safe_cpu_info()
+    reasons: list[str] = []
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - a missing or broken torch means "CPU only"
+        reasons.append(f"torch is not importable ({type(exc).__name__}: {exc})")
+        return _cpu_device(cpu, reasons, torch_version=None)
+    for probe_one in (_probe_cuda, _probe_xpu, _probe_mps):
+        try:
+            info = probe_one(torch, reasons)
+        except Exception as exc:  # noqa: BLE001 - driver errors must not crash a notebook
+            backend = probe_one.__name__.removeprefix("_probe_")
+            reasons.append(f"{backend} probe failed: {type(exc).__name__}: {exc}")
+            continue
+        if info is not None:
+            spec, matched, estimate = _accelerator_spec(info, cpu)
+            extra = {k: info.get(k) for k in ("memory_bytes", "num_devices", "num_sm",
+                                              "compute_capability", "clock_mhz",
+                                              "memory_clock_mhz", "power_limit_w")}
+            extra = {k: v for k, v in extra.items() if v is not None}
+            return DetectedDevice(backend=info["backend"], name=info["name"], spec=spec,
+                                  catalog_name=matched, torch_version=torch.__version__,
+                                  cpu=cpu, details={"estimate_note": estimate}, **extra)
+    return _cpu_device(cpu, reasons, torch_version=torch.__version__)
+
+
+def _safe_cpu_info() -> CpuInfo:
+    try:
+        return cpu_info()
+    except Exception:  # noqa: BLE001 - unreadable /proc must not crash detection
+        return CpuInfo(model=platform.processor() or "unknown CPU", num_cores=os.cpu_count())
+
+
+def _cpu_device(cpu: CpuInfo, reasons: list[str], *, torch_version: str | None
+                ) -> DetectedDevice:
+    reason = "; ".join(reasons) or None
+    spec, matched, estimate = _cpu_spec(cpu, reason)
+    return DetectedDevice(backend="cpu", name=cpu.model, spec=spec, memory_bytes=cpu.memory_bytes,
+                          catalog_name=matched, fallback_reason=reason,
+                          torch_version=torch_version, cpu=cpu,
+                          details={"estimate_note": estimate})
+
+
+def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | None = None,
+           progress: Any = True, benchmark_options: dict[str, Any] | None = None
+           ) -> HardwareSpec:
+    """The attached device as a :class:`~aiadvisor.schema.HardwareSpec`; never raises.
+
+    Parameters
+    ----------
+    benchmark : bool
+        Also measure matmul throughput per supported precision, memory bandwidth and per-op
+        launch overhead (a few seconds on a CPU; cached on disk, see
+        :func:`~aiadvisor.hardware.benchmark`). The spec then has ``measured=True``.
+    refresh : bool
+        Ignore a cached benchmark and run it again.
+    cache_dir : str, optional
+        Where benchmark results are cached (default ``$XDG_CACHE_HOME/aiadvisor`` or
+        ``~/.cache/aiadvisor``; ``AIADVISOR_CACHE_DIR`` overrides).
+    progress : bool or callable
+        True prints a text progress bar to stderr; a callable gets ``(fraction, message)``.
+    benchmark_options : dict, optional
+        Extra keyword arguments for :func:`~aiadvisor.hardware.benchmark` (sizes, precisions...).
+
+    Returns
+    -------
+    HardwareSpec
+        The matching catalog row when the device is in the catalog, else a spec built from what
+        the driver reports. Its ``notes`` say how it was detected and, on a CPU fallback, why.
+    """
+    device = probe()
+    if not benchmark:
+        return device.spec
+    from .bench import benchmark as run_benchmark
+
+    try:
+        result = run_benchmark(device=device, refresh=refresh, cache_dir=cache_dir,
+                               progress=progress, **(benchmark_options or {}))
+    except Exception as exc:  # noqa: BLE001 - detection must still return a spec
+        note = f" Benchmark failed ({type(exc).__name__}: {exc}); figures are not measured."
+        return dataclasses.replace(device.spec, notes=device.spec.notes + note)
+    estimate = device.details.get("estimate_note") or ""
+    base = device.spec
+    if estimate:  # the measurement replaces the estimate: drop the sentence that announced it
+        base = dataclasses.replace(base, notes=base.notes.replace(estimate, "").replace("  ", " "))
+    return result.apply_to(base)

@@ -1,0 +1,335 @@
+"""The shipped spec table: schema and unit checks on every row, datasheet spot checks, and the
+loader's validation of user CSVs."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aiadvisor.errors import HardwareCatalogError
+from aiadvisor.hardware import COLUMNS, KINDS, all_specs, catalog, get, shipped_csv_path
+from aiadvisor.hardware.catalog import FIGURE_COLUMNS, NUMERIC_COLUMNS
+
+REPO = Path(__file__).resolve().parents[2]
+DESIGN_COLUMNS = (
+    "name", "vendor", "kind", "year", "memory_gb", "memory_bw_gbs", "fp32_tflops", "tf32_tflops",
+    "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "int4_tops", "tdp_w",
+    "interconnect", "interconnect_bw_gbs", "usd_per_hour", "source",
+)
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return catalog()
+
+
+@pytest.fixture(scope="module")
+def rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table.set_index("name")
+
+
+def _value(rows: pd.DataFrame, name: str, column: str) -> float:
+    return float(rows.loc[name, column])
+
+
+# --- the one copy --------------------------------------------------------------------------
+
+def test_the_shipped_csv_is_the_repository_copy_and_there_is_only_one():
+    assert shipped_csv_path().resolve() == (REPO / "data" / "hardware_specs.csv").resolve()
+    copies = [p for p in REPO.rglob("hardware_specs.csv")
+              if ".venv" not in p.parts and "build" not in p.parts]
+    assert copies == [REPO / "data" / "hardware_specs.csv"]
+
+
+def test_columns_are_the_design_columns_plus_extras(table):
+    assert tuple(table.columns) == COLUMNS
+    assert set(DESIGN_COLUMNS) <= set(table.columns)
+    assert {"notes", "aliases"} <= set(table.columns)
+
+
+# --- every row -----------------------------------------------------------------------------
+
+def test_at_least_45_rows_with_unique_names_and_a_source(table):
+    assert len(table) >= 45
+    assert table["name"].is_unique
+    assert (table["source"].str.len() > 20).all()
+    assert table["vendor"].str.len().gt(0).all()
+    assert set(table["kind"]) <= set(KINDS)
+
+
+def test_numbers_are_positive_or_unknown_never_zero(table):
+    for column in NUMERIC_COLUMNS:
+        values = table[column].dropna()
+        assert (values > 0).all(), column
+
+
+def test_years_are_plausible(table):
+    assert table["year"].between(2017, 2026).all()
+
+
+def test_memory_bandwidth_is_plausible_for_the_kind(table):
+    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 50-250; CPUs 50-1000 GB/s.
+    limits = {"gpu": (250, 10_000), "tpu": (500, 10_000), "npu": (500, 10_000),
+              "edge": (50, 250), "cpu": (50, 1_000)}
+    for _, row in table.dropna(subset=["memory_bw_gbs"]).iterrows():
+        low, high = limits[row["kind"]]
+        assert low <= row["memory_bw_gbs"] <= high, row["name"]
+
+
+def test_interconnect_bandwidth_is_never_stored_as_memory_bandwidth(table):
+    # The seed article's A100 "600 GB/s" was NVLink. No row may repeat that confusion.
+    both = table.dropna(subset=["memory_bw_gbs", "interconnect_bw_gbs"])
+    assert (both["memory_bw_gbs"] != both["interconnect_bw_gbs"]).all()
+
+
+def test_bf16_is_at_least_fp32_where_both_exist(table):
+    both = table.dropna(subset=["bf16_tflops", "fp32_tflops"])
+    assert len(both) > 20
+    assert (both["bf16_tflops"] >= both["fp32_tflops"]).all()
+
+
+def test_fp8_is_at_least_bf16_where_both_exist(table):
+    both = table.dropna(subset=["fp8_tflops", "bf16_tflops"])
+    assert len(both) > 15
+    assert (both["fp8_tflops"] >= both["bf16_tflops"]).all()
+
+
+def test_nvidia_and_amd_tensor_ratios_are_the_dense_ones(table):
+    # On NVIDIA (Ampere and later) and AMD CDNA3 tensor cores TF32 runs at half the BF16 rate
+    # and FP8 at twice it. A row mixing a sparse figure with dense ones breaks these ratios.
+    for _, row in table[table["vendor"].isin(["NVIDIA", "AMD"])].iterrows():
+        if not math.isnan(row["tf32_tflops"]) and row["kind"] == "gpu" and "GeForce" not in row["name"]:
+            assert row["bf16_tflops"] / row["tf32_tflops"] == pytest.approx(2, rel=0.05), row["name"]
+        if not math.isnan(row["fp8_tflops"]):
+            assert row["fp8_tflops"] / row["bf16_tflops"] == pytest.approx(2, rel=0.02), row["name"]
+
+
+def test_pre_ampere_nvidia_has_no_tf32_or_bf16_figure(rows):
+    # Volta/Turing have no TF32 or BF16 tensor path: bf16 runs emulated, so the cells stay blank.
+    for name in ("NVIDIA V100 SXM2 16GB", "NVIDIA V100 SXM2 32GB", "NVIDIA V100 PCIe 32GB",
+                 "NVIDIA T4"):
+        assert math.isnan(rows.loc[name, "tf32_tflops"])
+        assert math.isnan(rows.loc[name, "bf16_tflops"])
+
+
+def test_prices_say_where_and_when(table):
+    priced = table.dropna(subset=["usd_per_hour"])
+    assert len(priced) >= 5
+    for _, row in priced.iterrows():
+        assert re.search(r"Price: .*20\d\d", row["notes"]), row["name"]
+
+
+def test_cpu_peaks_match_the_derivation_written_in_their_notes(table):
+    # Each CPU row writes "fp32 = cores x GHz x FLOP/cycle = X": recompute it here.
+    cpus = table[table["kind"] == "cpu"]
+    assert len(cpus) >= 5
+    assert cpus["notes"].str.contains("AVX-512|AMX").sum() >= 5
+    for _, row in cpus.iterrows():
+        match = re.search(r"fp32 = (\d+) x ([\d.]+)(?: GHz)? x (\d+)", row["notes"])
+        assert match, row["name"]
+        cores, ghz, per_cycle = int(match[1]), float(match[2]), int(match[3])
+        assert cores * ghz * per_cycle / 1000 == pytest.approx(row["fp32_tflops"], rel=0.01)
+
+
+def test_every_device_named_in_the_issue_is_present():
+    wanted = [
+        "V100 16GB", "V100 32GB", "T4", "A10", "A10G", "A30", "A40", "A100 40GB SXM",
+        "A100 80GB SXM", "A100 40GB PCIe", "A100 80GB PCIe", "L4", "L40S", "H100 SXM",
+        "H100 PCIe", "H100 NVL", "H200", "GH200", "B200", "GB200", "RTX 3090", "RTX 4090",
+        "RTX 5090", "Jetson AGX Orin", "Orin Nano", "MI250X", "MI300X", "MI325X", "MI355X",
+        "Gaudi 2", "Gaudi 3", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Trainium",
+        "Trainium2", "Inferentia2", "M1 Max", "M2 Max", "M3 Max", "M4 Max",
+        "Xeon Platinum 8480+", "Xeon Platinum 8592+", "Xeon 6980P", "EPYC 9654", "EPYC 9755",
+        "Ryzen 9 7950X",
+    ]
+    names = {get(w).name for w in wanted}
+    assert len(names) == len(wanted)
+
+
+def test_all_specs_converts_every_row_and_keeps_unknown_as_none(table):
+    specs = all_specs()
+    assert [s.name for s in specs] == list(table["name"])
+    a10g = next(s for s in specs if s.name == "NVIDIA A10G")
+    assert a10g.fp32_tflops is None and a10g.bf16_tflops is None  # unknown, not 0
+    assert a10g.memory_gb == 24
+
+
+# --- datasheet spot checks (written by hand; source in each comment) ------------------------
+
+def test_h100_sxm_is_dense(rows):
+    # NVIDIA H100 datasheet: BF16 1,979 and FP8 3,958 TFLOPS "shown with sparsity,
+    # specifications 1/2 lower without": dense 989.4 / 1978.9; HBM3 3.35 TB/s; NVLink 900 GB/s.
+    assert _value(rows, "NVIDIA H100 SXM", "bf16_tflops") == pytest.approx(989.4)
+    assert _value(rows, "NVIDIA H100 SXM", "fp8_tflops") == pytest.approx(1978.9)
+    assert _value(rows, "NVIDIA H100 SXM", "memory_bw_gbs") == 3350
+    assert _value(rows, "NVIDIA H100 SXM", "interconnect_bw_gbs") == 900
+
+
+def test_h200_has_h100_compute_and_more_memory(rows):
+    # NVIDIA H200 datasheet / MLPerf v4.1 system JSON: 141 GB HBM3e, 4.8 TB/s, TGP 700 W;
+    # FP16 1,979 is the sparse figure (seed claim 1), dense 989.4.
+    assert _value(rows, "NVIDIA H200 SXM", "memory_gb") == 141
+    assert _value(rows, "NVIDIA H200 SXM", "memory_bw_gbs") == 4800
+    assert _value(rows, "NVIDIA H200 SXM", "fp16_tflops") == pytest.approx(989.4)
+    assert _value(rows, "NVIDIA H200 SXM", "tdp_w") == 700
+
+
+def test_a100_memory_bandwidth_is_not_its_nvlink(rows):
+    # NVIDIA A100 datasheet: 80 GB SXM 2,039 GB/s, 80 GB PCIe 1,935 GB/s, 40 GB 1,555 GB/s;
+    # 600 GB/s is NVLink3 (seed claim 6 is false).
+    assert _value(rows, "NVIDIA A100 80GB SXM", "memory_bw_gbs") == 2039
+    assert _value(rows, "NVIDIA A100 80GB PCIe", "memory_bw_gbs") == 1935
+    assert _value(rows, "NVIDIA A100 40GB SXM", "memory_bw_gbs") == 1555
+    assert _value(rows, "NVIDIA A100 80GB SXM", "interconnect_bw_gbs") == 600
+    assert _value(rows, "NVIDIA A100 80GB SXM", "bf16_tflops") == 312  # 624 with sparsity
+
+
+def test_mi300x_dense_figures(rows):
+    # AMD CDNA3 peak: FP16/BF16 1,307.4 dense (2,614.9 sparse), FP8 2,614.9 dense; 192 GB
+    # HBM3 at 5.3 TB/s; 750 W (MLPerf v4.1 AMD system JSON). 1,502 matches no AMD figure.
+    assert _value(rows, "AMD Instinct MI300X", "bf16_tflops") == pytest.approx(1307.4)
+    assert _value(rows, "AMD Instinct MI300X", "fp8_tflops") == pytest.approx(2614.9)
+    assert _value(rows, "AMD Instinct MI300X", "memory_gb") == 192
+    assert _value(rows, "AMD Instinct MI300X", "memory_bw_gbs") == 5300
+    assert _value(rows, "AMD Instinct MI300X", "tdp_w") == 750
+
+
+def test_gaudi_3_is_not_gaudi_2(rows):
+    # Intel Hot Chips 2024 deck: Gaudi 3 128 GB HBM2e, 3.67 TB/s, BF16/FP8 matrix 1835, 900 W
+    # air-cooled; Gaudi 2 96 GB, 2.46 TB/s, 432 BF16, 600 W (the seed mixed them up).
+    assert _value(rows, "Intel Gaudi 3", "memory_gb") == 128
+    assert _value(rows, "Intel Gaudi 3", "memory_bw_gbs") == pytest.approx(3700, rel=0.01)
+    assert _value(rows, "Intel Gaudi 3", "bf16_tflops") == 1835
+    assert _value(rows, "Intel Gaudi 3", "tdp_w") == 900
+    assert _value(rows, "Intel Gaudi 2", "memory_gb") == 96
+    assert _value(rows, "Intel Gaudi 2", "tdp_w") == 600
+
+
+def test_blackwell_figures_are_dense(rows):
+    # NVIDIA HGX B200 table: FP8 9 PF and FP4 18 PF per GPU with sparsity -> 4.5 / 9 PF dense;
+    # GB200: FP8 10 PF sparse -> 5 PF; NVLink5 1.8 TB/s = 2 x 900 GB/s (seed claim 7).
+    assert _value(rows, "NVIDIA B200", "fp8_tflops") == 4500
+    assert _value(rows, "NVIDIA B200", "fp4_tflops") == 9000
+    assert _value(rows, "NVIDIA GB200", "fp8_tflops") == 5000
+    assert _value(rows, "NVIDIA GB200", "interconnect_bw_gbs") == 1800
+
+
+def test_geforce_rates_are_fp32_accumulate(rows):
+    # Ada whitepaper App. A: RTX 4090 FP16/BF16 tensor with FP32 accumulate 165.2 dense
+    # (330.3 with FP16 accumulate); GA102 whitepaper: RTX 3090 71.2; RTX Blackwell whitepaper
+    # Table 3: RTX 5090 209.5.
+    assert _value(rows, "NVIDIA GeForce RTX 4090", "fp16_tflops") == pytest.approx(165.2)
+    assert _value(rows, "NVIDIA GeForce RTX 4090", "fp8_tflops") == pytest.approx(330.3)
+    assert _value(rows, "NVIDIA GeForce RTX 3090", "bf16_tflops") == pytest.approx(71.2)
+    assert _value(rows, "NVIDIA GeForce RTX 5090", "bf16_tflops") == pytest.approx(209.5)
+
+
+def test_l4_and_t4(rows):
+    # NVIDIA L4 datasheet prints FP8 485 TFLOPS with sparsity -> 242.5 dense; 300 GB/s, 72 W.
+    # NVIDIA T4 datasheet: FP16 65, INT8 130, INT4 260 TOPS (Turing has no sparsity), 70 W.
+    assert _value(rows, "NVIDIA L4", "fp8_tflops") == pytest.approx(242.5)
+    assert _value(rows, "NVIDIA L4", "tdp_w") == 72
+    assert _value(rows, "NVIDIA T4", "fp16_tflops") == 65
+    assert _value(rows, "NVIDIA T4", "int8_tops") == 130
+
+
+def test_tpu_and_trainium(rows):
+    # Google Cloud TPU docs: v5e 197 TFLOPs bf16, 16 GB, 819 GBps; v6e 918 TFLOPs, 32 GB,
+    # 1638 GBps. AWS Neuron docs: Trainium2 1,299 FP8 dense (2,563 sparse), 667 BF16.
+    assert _value(rows, "Google TPU v5e", "bf16_tflops") == 197
+    assert _value(rows, "Google TPU v5e", "memory_gb") == 16
+    assert _value(rows, "Google TPU v6e", "bf16_tflops") == 918
+    assert _value(rows, "Google TPU v6e", "memory_bw_gbs") == 1638
+    assert _value(rows, "AWS Trainium2", "fp8_tflops") == 1299
+    assert _value(rows, "AWS Trainium2", "bf16_tflops") == 667
+
+
+def test_no_sparse_headline_is_stored_as_dense(rows):
+    # Headline figures that vendors print WITH 2:4 sparsity (datasheets cited in the catalog);
+    # the stored value must be half of each, never the headline itself.
+    sparse = {
+        ("NVIDIA H100 SXM", "bf16_tflops"): 1979, ("NVIDIA H100 SXM", "fp8_tflops"): 3958,
+        ("NVIDIA H100 SXM", "tf32_tflops"): 989, ("NVIDIA H100 PCIe", "fp8_tflops"): 3026,
+        ("NVIDIA H100 NVL", "fp8_tflops"): 3341, ("NVIDIA H200 SXM", "fp8_tflops"): 3958,
+        ("NVIDIA A100 80GB SXM", "bf16_tflops"): 624, ("NVIDIA A100 80GB SXM", "int8_tops"): 1248,
+        ("NVIDIA L4", "bf16_tflops"): 242, ("NVIDIA L40S", "fp8_tflops"): 1466,
+        ("NVIDIA A10", "bf16_tflops"): 250, ("NVIDIA A30", "bf16_tflops"): 330,
+        ("NVIDIA A40", "bf16_tflops"): 299.4, ("NVIDIA B200", "fp8_tflops"): 9000,
+        ("NVIDIA B200", "fp4_tflops"): 18000, ("NVIDIA GB200", "bf16_tflops"): 5000,
+        ("NVIDIA GeForce RTX 4090", "fp16_tflops"): 330.4,
+        ("NVIDIA GeForce RTX 5090", "fp4_tflops"): 3352,
+        ("AMD Instinct MI300X", "fp8_tflops"): 5229.8, ("AMD Instinct MI300X", "bf16_tflops"): 2614.9,
+        ("AMD Instinct MI355X", "fp4_tflops"): 20100, ("AWS Trainium2", "fp8_tflops"): 2563,
+    }
+    for (name, column), headline in sparse.items():
+        stored = _value(rows, name, column)
+        assert stored == pytest.approx(headline / 2, rel=0.02), (name, column, stored)
+
+
+def test_figure_columns_exist_in_the_spec(table):
+    spec = get("B200")
+    for column in FIGURE_COLUMNS:
+        assert hasattr(spec, column)
+    assert spec.fp4_tflops == 9000
+
+
+# --- user CSVs -----------------------------------------------------------------------------
+
+def _csv(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mine.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_user_csv_overrides_a_row_by_name_and_keeps_the_rest(tmp_path):
+    path = _csv(tmp_path, "name,usd_per_hour\nnvidia h100 sxm,2.49\n")
+    rows = catalog(path).set_index("name")
+    assert rows.loc["NVIDIA H100 SXM", "usd_per_hour"] == 2.49
+    assert rows.loc["NVIDIA H100 SXM", "bf16_tflops"] == pytest.approx(989.4)  # kept
+    assert "Overridden by user CSV" in rows.loc["NVIDIA H100 SXM", "notes"]
+    assert len(rows) == len(catalog())
+
+
+def test_user_csv_adds_a_row_with_unknown_figures_as_nan(tmp_path):
+    path = _csv(tmp_path, "name,vendor,kind,memory_gb,bf16_tflops\nAcme NPU 1,Acme,npu,64,500\n")
+    table = catalog(path)
+    row = table.set_index("name").loc["Acme NPU 1"]
+    assert row["bf16_tflops"] == 500 and row["memory_gb"] == 64
+    assert math.isnan(row["fp32_tflops"]) and math.isnan(row["memory_bw_gbs"])
+    assert "user CSV" in row["source"]
+    spec = get("acme npu 1", catalog=table)
+    assert spec.bf16_tflops == 500 and spec.fp32_tflops is None and spec.kind == "npu"
+    assert get("Acme NPU 1", catalog=path).memory_gb == 64
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("name,fp32_tflops\nX,abc\n", ["row 1", "line 2", "'X'", "'fp32_tflops'", "'abc'",
+                                       "not a number"]),
+        ("name,memory_gb\nA,1\nB,-5\n", ["row 2", "line 3", "'B'", "'memory_gb'", "'-5'"]),
+        ("name,bf16_tflops\nX,0\n", ["'bf16_tflops'", "'0'", "never 0"]),
+        ("name,fp32_tflops\n,3\n", ["row 1", "column 'name'", "non-empty"]),
+        ("vendor,fp32_tflops\nAcme,3\n", ["no 'name' column"]),
+        ("name,fp32_tflop\nX,3\n", ["unknown column 'fp32_tflop'", "Did you mean 'fp32_tflops'"]),
+        ("name,kind\nX,fpga\n", ["'kind'", "'fpga'", "gpu, tpu, npu, cpu, edge"]),
+        ("name,year\nX,20x4\n", ["'year'", "'20x4'"]),
+        ("name,memory_gb\nX,1\nx,2\n", ["line 3", "duplicate"]),
+        ("name,memory_gb\nX,1,2\n", ["line 2", "extra cells"]),
+    ],
+)
+def test_malformed_user_csv_names_row_column_and_value(tmp_path, text, expected):
+    with pytest.raises(HardwareCatalogError) as info:
+        catalog(_csv(tmp_path, text))
+    message = str(info.value)
+    for fragment in expected:
+        assert fragment in message, (fragment, message)
+
+
+def test_missing_user_csv_is_a_catalog_error(tmp_path):
+    with pytest.raises(HardwareCatalogError, match="cannot be read"):
+        catalog(tmp_path / "nope.csv")
