@@ -11,9 +11,9 @@ import torch when called, the table functions import pandas.
 from __future__ import annotations
 
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
-from .catalog import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
-from .detect import CpuInfo, DetectedDevice, cpu_info, detect, probe
+from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
 from .lookup import find, get, resolve
+from .spec_table import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
 from .support import SUPPORT_LEVELS, support_matrix
 
 __all__ = [

@@ -376,7 +376,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     Parameters
     ----------
     device : DetectedDevice, optional
-        From :func:`~aiadvisor.hardware.detect.probe`; probed when omitted.
+        From :func:`~aiadvisor.hardware.detection.probe`; probed when omitted.
     sizes : sequence of int, optional
         Square matmul sizes n (default 128...2048 on a CPU, 1024...8192 on a GPU).
     precisions : sequence of str, optional
@@ -401,7 +401,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     """
     import torch
 
-    from .detect import probe
+    from .detection import probe
 
     device = device if device is not None else probe()
     config, skipped = _resolve_config(device, sizes, precisions, bandwidth_bytes, min_time_s)

@@ -7,7 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from ..errors import AIAdvisorError, check_choice
-from .catalog import KINDS
+from .spec_table import KINDS
 
 __all__ = ["add_arguments", "format_table", "run"]
 
@@ -75,7 +75,7 @@ def _filter(table: Any, args: argparse.Namespace) -> Any:
 
 
 def _print_device(args: argparse.Namespace, out: TextIO) -> None:
-    from .detect import detect, probe
+    from .detection import detect, probe
 
     device = probe()
     line = f"Detected device: {device.name} ({device.backend})"
@@ -100,7 +100,7 @@ def _print_device(args: argparse.Namespace, out: TextIO) -> None:
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
         ) -> int:
     """Run ``aiadvisor hardware``; returns the exit status (0 ok, 2 bad input)."""
-    from .catalog import catalog
+    from .spec_table import catalog
 
     out = out or sys.stdout
     err = err or sys.stderr

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError, UnknownHardwareError
 from ..schema import HardwareSpec
-from .catalog import as_table, catalog, row_to_spec, shipped_csv_path
+from .spec_table import as_table, catalog, row_to_spec, shipped_csv_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -218,7 +218,7 @@ def resolve(hardware: str | HardwareSpec) -> HardwareSpec:
     if isinstance(hardware, HardwareSpec):
         return hardware
     if isinstance(hardware, str) and hardware.strip().lower() == "local":
-        from .detect import detect
+        from .detection import detect
 
         return detect(benchmark=True)
     if isinstance(hardware, str):

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..units import PRECISIONS
-from .catalog import as_table
+from .spec_table import as_table
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -12,7 +12,7 @@ import pytest
 
 from aiadvisor.errors import HardwareCatalogError
 from aiadvisor.hardware import COLUMNS, KINDS, all_specs, catalog, get, shipped_csv_path
-from aiadvisor.hardware.catalog import FIGURE_COLUMNS, NUMERIC_COLUMNS
+from aiadvisor.hardware.spec_table import FIGURE_COLUMNS, NUMERIC_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 DESIGN_COLUMNS = (
