@@ -1,0 +1,137 @@
+"""The microbenchmarks: positive, self-consistent figures; the on-disk cache is reused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from aiadvisor.errors import InvalidArgumentError
+from aiadvisor.hardware import CpuInfo, bench, benchmark, cache_directory, detect, get
+
+# Tiny configuration so each run takes well under a second on a 2-core CPU.
+TINY = {"sizes": (16, 32), "precisions": ("fp32",), "bandwidth_bytes": 2**16,
+        "min_time_s": 0.001}
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    """Counts timed measurements by wrapping the timing function."""
+    calls = []
+    real = bench._time_op
+
+    def counting(fn, **kwargs):
+        calls.append(1)
+        return real(fn, **kwargs)
+
+    monkeypatch.setattr(bench, "_time_op", counting)
+    return calls
+
+
+def test_figures_are_positive_and_self_consistent(tmp_path, counter):
+    result = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    assert [p.n for p in result.matmul] == [16, 32]
+    for point in result.matmul:
+        assert point.seconds > 0 and point.tflops > 0
+        # 2 n^3 FLOPs per square matmul
+        assert point.tflops == pytest.approx(2 * point.n**3 / point.seconds / 1e12)
+    ops = {p.op: p for p in result.bandwidth}
+    # copy reads + writes one 64 KiB tensor; add reads two and writes one
+    assert ops["copy"].num_bytes == 2 * 2**16 and ops["add"].num_bytes == 3 * 2**16
+    assert all(p.gbs > 0 for p in result.bandwidth)
+    assert result.memory_bw_gbs == max(p.gbs for p in result.bandwidth)
+    assert 0 < result.launch_overhead_us < 10_000
+    assert result.peak_tflops("fp32") == max(t for _, t in result.curve("fp32"))
+    assert result.peak_tflops("bf16") is None
+    assert len(counter) == 2 + 2 + 1  # two sizes, copy + add, launch overhead
+    assert not result.from_cache
+
+
+def test_the_cache_is_reused_and_refresh_reruns(tmp_path, counter):
+    first = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    assert len(counter) == 5
+    second = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    assert len(counter) == 5  # nothing was measured again
+    assert second.from_cache and second.cache_path == first.cache_path
+    assert second.matmul == first.matmul and second.date == first.date
+    benchmark(cache_dir=tmp_path, progress=False, refresh=True, **TINY)
+    assert len(counter) == 10
+    benchmark(cache_dir=tmp_path, progress=False, **{**TINY, "sizes": (8,)})
+    assert len(counter) == 14  # another configuration is measured, not served stale
+
+
+def test_the_cache_file_records_date_and_versions(tmp_path):
+    import torch
+
+    result = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    data = json.loads(Path(result.cache_path).read_text(encoding="utf-8"))
+    assert data["torch_version"] == torch.__version__
+    assert data["library_versions"]["torch"] == torch.__version__
+    assert {"python", "numpy", "aiadvisor"} <= set(data["library_versions"])
+    assert data["date"][:4].isdigit() and "T" in data["date"]
+    assert torch.__version__.replace("+", "-") in result.cache_path
+
+
+def test_cache_directory_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("AIADVISOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_directory() == tmp_path / "xdg" / "aiadvisor"
+    monkeypatch.setenv("AIADVISOR_CACHE_DIR", str(tmp_path / "own"))
+    assert cache_directory() == tmp_path / "own"
+    assert cache_directory(tmp_path / "arg") == tmp_path / "arg"
+
+
+def test_progress_callback_gets_increasing_fractions_ending_at_one(tmp_path):
+    seen = []
+    benchmark(cache_dir=tmp_path, progress=lambda f, m: seen.append((f, m)), **TINY)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] == 0.0
+    assert any("matmul fp32 n=32" in m for _, m in seen)
+
+
+def test_text_progress_bar(capsys):
+    report = bench.text_progress()
+    report(0.5, "matmul fp32 n=1024")
+    report(1.0, "done")
+    err = capsys.readouterr().err
+    assert "[############------------]  50% matmul fp32 n=1024" in err
+    assert err.endswith("\n")
+
+
+def test_cpu_precisions_follow_the_isa_flags():
+    plain = SimpleNamespace(backend="cpu", cpu=CpuInfo(model="x", isa_flags=("avx2", "fma")))
+    chosen, skipped = bench._default_precisions(plain)
+    assert chosen == ("fp32",) and "bf16" in skipped and "fp16" in skipped
+    amx = SimpleNamespace(backend="cpu",
+                          cpu=CpuInfo(model="x", isa_flags=("avx512_bf16", "amx_bf16")))
+    chosen, skipped = bench._default_precisions(amx)
+    assert chosen == ("fp32", "bf16") and "fp16" in skipped
+    old_gpu = SimpleNamespace(backend="cuda", compute_capability="7.0")
+    assert bench._default_precisions(old_gpu)[0] == ("fp32", "fp16")
+
+
+def test_bad_options_are_rejected(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="'int8' cannot be benchmarked"):
+        benchmark(cache_dir=tmp_path, progress=False, **{**TINY, "precisions": ("int8",)})
+    with pytest.raises(InvalidArgumentError, match="progress="):
+        benchmark(cache_dir=tmp_path, progress="yes", **{**TINY, "sizes": (4,)})
+
+
+def test_detect_with_benchmark_returns_measured_figures(tmp_path, counter):
+    spec = detect(benchmark=True, cache_dir=tmp_path, progress=False, benchmark_options=TINY)
+    result = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    assert result.from_cache and len(counter) == 5  # detect() measured once, then cached
+    assert spec.measured
+    assert spec.fp32_tflops == result.peak_tflops("fp32")
+    assert spec.memory_bw_gbs == result.memory_bw_gbs
+    assert spec.launch_overhead_us == result.launch_overhead_us
+    assert spec.notes.startswith("MEASURED") and "ESTIMATED" not in spec.notes
+
+
+def test_apply_to_keeps_unmeasured_datasheet_columns(tmp_path):
+    result = benchmark(cache_dir=tmp_path, progress=False, **TINY)
+    measured = result.apply_to(get("H100"))
+    assert measured.fp32_tflops == result.peak_tflops("fp32") and measured.measured
+    assert measured.fp8_tflops == pytest.approx(1978.9)  # not measured: datasheet kept

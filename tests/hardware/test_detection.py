@@ -1,0 +1,159 @@
+"""Detection of the attached device: CPU parsing, catalog matching, CUDA absent, CUDA broken,
+CUDA present (mocked), and the import boundary (no torch at import)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from aiadvisor.hardware import CpuInfo, detect, detection, probe
+from aiadvisor.hardware.detection import parse_cpuinfo
+
+# Two sockets x 2 cores x 2 hyper-threads = 8 logical CPUs, 4 physical cores.
+CPUINFO = "\n\n".join(
+    f"""processor\t: {i}
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+cpu MHz\t\t: 2000.000
+physical id\t: {i // 4}
+core id\t\t: {(i // 2) % 2}
+flags\t\t: fpu sse sse4_2 avx avx2 fma f16c avx512f avx512bw avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8 aes"""
+    for i in range(8)
+)
+MEMINFO = "MemTotal:       16384000 kB\nMemFree:         1000 kB\n"
+
+
+def test_parse_cpuinfo_counts_physical_cores_and_keeps_isa_flags():
+    info = parse_cpuinfo(CPUINFO, meminfo=MEMINFO)
+    assert info.model == "Intel(R) Xeon(R) Platinum 8480+"
+    assert info.num_threads == 8 and info.num_cores == 4  # (socket, core) pairs
+    assert info.family == 6 and info.mhz == 2000.0 and info.vendor_id == "GenuineIntel"
+    assert {"avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx2", "fma"} <= set(info.isa_flags)
+    assert "aes" not in info.isa_flags and "fpu" not in info.isa_flags
+    assert info.memory_bytes == 16384000 * 1024
+    assert info.fast_bf16 and info.fast_fp16
+
+
+def _no_accelerator(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    if hasattr(torch, "xpu"):
+        monkeypatch.setattr(torch.xpu, "is_available", lambda: False)
+
+
+def _fake_cpu(monkeypatch, **fields):
+    info = CpuInfo(**{"model": "AMD EPYC", "vendor_id": "AuthenticAMD", "family": 25,
+                      "num_cores": 2, "num_threads": 2, "mhz": 2445.4,
+                      "isa_flags": ("avx", "avx2", "fma"), "memory_bytes": 24 * 10**9, **fields})
+    monkeypatch.setattr(detection, "cpu_info", lambda: info)
+    return info
+
+
+def test_cuda_absent_falls_back_to_the_cpu_and_says_why(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch)
+    device = probe()
+    assert device.backend == "cpu"
+    assert "CUDA" in device.fallback_reason
+    spec = detect()
+    assert spec.kind == "cpu" and not spec.measured
+    assert "Fell back to the CPU" in spec.notes and "CUDA" in spec.notes
+
+
+def test_unknown_cpu_gets_an_estimate_that_says_so(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch)
+    spec = detect()
+    # 2 cores x 2.4454 GHz x 32 FLOP/cycle (AVX2: 2 FMA x 8 lanes x 2) = 156.5 GFLOP/s.
+    assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000, rel=1e-3)
+    assert "ESTIMATED" in spec.notes
+    assert spec.memory_gb == 24 and spec.memory_bw_gbs is None
+    assert spec.name == "AMD EPYC (local CPU, 2 cores)"
+
+
+def test_zen4_avx512_counts_a_256_bit_datapath(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, model="AMD Ryzen Weird", isa_flags=("avx2", "fma", "avx512f"))
+    # Zen 4 runs AVX-512 as two 256-bit halves: still 32 FP32 FLOP/cycle -> 2 x 2.4454 x 32.
+    assert detect().fp32_tflops == pytest.approx(0.1565, rel=1e-3)
+
+
+def test_a_known_cpu_matches_its_catalog_row(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, model="Intel(R) Xeon(R) Platinum 8480+", vendor_id="GenuineIntel",
+              family=6, num_cores=56)
+    device = probe()
+    assert device.catalog_name == "Intel Xeon Platinum 8480+"
+    assert device.spec.bf16_tflops == pytest.approx(114.7)
+    assert device.spec.notes.startswith("Detected local CPU")
+
+
+def test_a_broken_cuda_driver_falls_back_without_raising(monkeypatch):
+    _fake_cpu(monkeypatch)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+    def broken():
+        raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu.")
+
+    monkeypatch.setattr(torch.cuda, "is_available", broken)
+    device = probe()
+    assert device.backend == "cpu"
+    assert "cuda probe failed: RuntimeError: CUDA driver initialization failed" in (
+        device.fallback_reason)
+    spec = detect()  # never raises in a notebook
+    assert spec.kind == "cpu" and "CUDA driver initialization failed" in spec.notes
+
+
+def test_unreadable_cpu_info_and_missing_torch_still_give_a_spec(monkeypatch):
+    def unreadable():
+        raise OSError("no /proc")
+
+    monkeypatch.setattr(detection, "cpu_info", unreadable)
+    monkeypatch.setitem(sys.modules, "torch", None)  # "import torch" raises ImportError
+    device = probe()
+    assert device.backend == "cpu" and "torch is not importable" in device.fallback_reason
+    assert detect().kind == "cpu"
+
+
+def _fake_cuda(monkeypatch, name: str, memory_bytes: int, sms: int, cc=(9, 0)):
+    props = SimpleNamespace(name=name, total_memory=memory_bytes, multi_processor_count=sms,
+                            major=cc[0], minor=cc[1])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: name)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index=0: props)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    monkeypatch.setattr(detection, "_nvml_details", lambda: {"power_limit_w": 700.0})
+
+
+def test_a_cuda_device_matches_its_catalog_row(monkeypatch):
+    # What torch reports on an H100 SXM: "NVIDIA H100 80GB HBM3", 132 SMs, 79.6 GiB.
+    _fake_cuda(monkeypatch, "NVIDIA H100 80GB HBM3", 85_520_809_984, 132)
+    device = probe()
+    assert device.backend == "cuda" and device.fallback_reason is None
+    assert device.catalog_name == "NVIDIA H100 SXM"
+    assert device.num_sm == 132 and device.compute_capability == "9.0"
+    assert device.num_devices == 8 and device.power_limit_w == 700.0
+    spec = detect()
+    assert spec.name == "NVIDIA H100 SXM" and spec.bf16_tflops == pytest.approx(989.4)
+    assert "via cuda" in spec.notes
+
+
+def test_an_unknown_cuda_device_is_built_from_what_the_driver_says(monkeypatch):
+    _fake_cuda(monkeypatch, "NVIDIA Imaginary 9000", 48 * 10**9, 100, cc=(8, 9))
+    spec = detect()
+    assert spec.name == "NVIDIA Imaginary 9000" and spec.vendor == "NVIDIA"
+    assert spec.memory_gb == 48 and spec.fp32_tflops is None and spec.tdp_w == 700.0
+    assert "Not in the catalog" in spec.notes
+
+
+def test_importing_the_package_does_not_import_torch_or_pandas():
+    code = ("import sys, aiadvisor, aiadvisor.hardware as hw; "
+            "assert 'torch' not in sys.modules, 'torch'; "
+            "assert 'pandas' not in sys.modules, 'pandas'; "
+            "hw.get('H100'); assert 'torch' not in sys.modules, 'torch after get'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
