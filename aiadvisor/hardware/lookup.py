@@ -108,7 +108,7 @@ class _Index:
 
 
 @functools.lru_cache(maxsize=2)
-def _shipped(mtime_ns: int) -> tuple[pd.DataFrame, _Index]:
+def _shipped(path: str, mtime_ns: int) -> tuple[pd.DataFrame, _Index]:
     table = catalog()
     return table, _Index(table)
 
@@ -117,7 +117,8 @@ def _table_and_index(source: pd.DataFrame | str | os.PathLike | None
                      ) -> tuple[pd.DataFrame, _Index]:
     """The table to search and its index; the shipped table's index is built once."""
     if source is None:
-        return _shipped(shipped_csv_path().stat().st_mtime_ns)
+        path = shipped_csv_path()
+        return _shipped(str(path), path.stat().st_mtime_ns)
     table = as_table(source)
     return table, _Index(table)
 

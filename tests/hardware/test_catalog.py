@@ -333,3 +333,16 @@ def test_malformed_user_csv_names_row_column_and_value(tmp_path, text, expected)
 def test_missing_user_csv_is_a_catalog_error(tmp_path):
     with pytest.raises(HardwareCatalogError, match="cannot be read"):
         catalog(tmp_path / "nope.csv")
+
+
+def test_an_installed_wheel_reads_its_packaged_copy(monkeypatch, tmp_path):
+    # The wheel force-includes data/hardware_specs.csv as aiadvisor/_data/hardware_specs.csv;
+    # importlib.resources must find it there before falling back to the source checkout.
+    import importlib.resources
+
+    packaged = tmp_path / "_data" / "hardware_specs.csv"
+    packaged.parent.mkdir()
+    packaged.write_text("name,vendor,kind\nOnly Row,X,gpu\n", encoding="utf-8")
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    assert shipped_csv_path() == packaged
+    assert list(catalog()["name"]) == ["Only Row"]
