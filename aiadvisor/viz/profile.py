@@ -5,9 +5,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile
 from ..units import fmt_bytes, fmt_flops
-from ._style import PALETTE, byte_unit, finish, flop_unit
+from ._style import PALETTE, byte_unit, chart, finish, flop_unit
 from .modules import module_breakdown
 
 __all__ = ["memory_chart", "module_chart", "roofline_chart", "roofline_points"]
@@ -17,8 +18,15 @@ _MEMORY_PARTS = (("weights_bytes", "weights"), ("grads_bytes", "gradients"),
                  ("inputs_bytes", "inputs"), ("temporaries_bytes", "temporaries"))
 
 
-def _label(row: pd.Series) -> str:
-    return f"{row['module']} ×{row['repeat']}" if row["repeat"] > 1 else row["module"]
+def _labels(frame: pd.DataFrame) -> list[str]:
+    return [f"{m} ×{r}" if r > 1 else m for m, r in zip(frame["module"], frame["repeat"])]
+
+
+def _long(labels: list[str], frame: pd.DataFrame, parts: dict[str, str], divisor: float,
+          fmt) -> list[dict]:
+    return [{"label": label, "part": name, "value": float(value) / divisor, "text": fmt(value)}
+            for col, name in parts.items()
+            for label, value in zip(labels, frame[col])]
 
 
 def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatChart:
@@ -36,69 +44,59 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
     altair.HConcatChart
     """
     frame = module_breakdown(profile, max_rows=max_rows)
-    frame["label"] = frame.apply(_label, axis=1)
-    order = list(frame["label"])
-    flop_div, flop_name = flop_unit(frame["flops_total"].max())
-    byte_div, byte_name = byte_unit((frame["param_bytes"] + frame["activation_bytes"]).max())
-    flops = _long(frame, {"flops_forward": "forward", "flops_backward": "backward"}, flop_div,
-                  fmt_flops)
-    memory = _long(frame, {"param_bytes": "weights", "activation_bytes": "saved activations"},
-                   byte_div, fmt_bytes)
-    y = alt.Y("label:N", sort=order, title=None)
-    left = alt.Chart(flops).mark_bar().encode(
-        x=alt.X("value:Q", title=f"{flop_name} per step", stack="zero"), y=y,
-        color=alt.Color("part:N", title="FLOPs", scale=alt.Scale(range=PALETTE[:2])),
-        tooltip=[alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
-                 alt.Tooltip("text:N", title="FLOPs")],
-    ).properties(width=260, height=alt.Step(18))
-    right = alt.Chart(memory).mark_bar().encode(
-        x=alt.X("value:Q", title=byte_name, stack="zero"),
-        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False)),
-        color=alt.Color("part:N", title="Memory", scale=alt.Scale(range=PALETTE[2:4])),
-        tooltip=[alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="kind"),
-                 alt.Tooltip("text:N", title="bytes")],
-    ).properties(width=200, height=alt.Step(18))
-    chart = alt.hconcat(left, right).resolve_scale(color="independent")
+    labels = _labels(frame)
+    flop_div, flop_name = flop_unit(frame["flops_total"].max() if len(frame) else 0)
+    mem_max = (frame["param_bytes"] + frame["activation_bytes"]).max() if len(frame) else 0
+    byte_div, byte_name = byte_unit(mem_max)
+    flops = _long(labels, frame, {"flops_forward": "forward", "flops_backward": "backward"},
+                  flop_div, fmt_flops)
+    memory = _long(labels, frame, {"param_bytes": "weights",
+                                   "activation_bytes": "saved activations"}, byte_div, fmt_bytes)
+    left = chart("bar", flops, width=260, height=alt.Step(18), encoding={
+        "x": alt.X("value:Q", title=f"{flop_name} per step", stack="zero"),
+        "y": alt.Y("label:N", sort=labels, title=None),
+        "color": alt.Color("part:N", title="FLOPs", scale=alt.Scale(range=list(PALETTE[:2]))),
+        "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
+                    alt.Tooltip("text:N", title="FLOPs")]})
+    right = chart("bar", memory, width=200, height=alt.Step(18), encoding={
+        "x": alt.X("value:Q", title=byte_name, stack="zero"),
+        "y": alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
+        "color": alt.Color("part:N", title="Memory", scale=alt.Scale(range=list(PALETTE[2:4]))),
+        "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="kind"),
+                    alt.Tooltip("text:N", title="bytes")]})
+    both = alt.HConcatChart(hconcat=[left, right],
+                            resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")))
     phase = "forward + backward" if profile.mode == "train" else "forward"
-    return finish(chart, title="Where the FLOPs and memory go",
+    return finish(both, title="Where the FLOPs and memory go",
                   subtitle=f"counted from the traced {phase} step, batch {profile.batch_size}")
 
 
-def _long(frame: pd.DataFrame, parts: dict[str, str], divisor: float, fmt) -> pd.DataFrame:
-    rows = [{"label": row["label"], "part": name, "value": row[col] / divisor,
-             "text": fmt(row[col])}
-            for _, row in frame.iterrows() for col, name in parts.items()]
-    return pd.DataFrame(rows, columns=["label", "part", "value", "text"])
-
-
 def memory_chart(profile: ModelProfile, *, device_memory_bytes: int | None = None,
-                 device_name: str = "") -> alt.LayerChart | alt.Chart:
+                 device_name: str = "") -> alt.LayerChart:
     """One stacked bar of what the step holds at its peak, against the device's memory."""
     parts = [(name, getattr(profile.memory, attr)) for attr, name in _MEMORY_PARTS]
     parts = [(name, value) for name, value in parts if value > 0]
-    largest = max(profile.memory.peak_bytes, device_memory_bytes or 0, 1)
-    divisor, unit = byte_unit(largest)
-    frame = pd.DataFrame({"part": [p for p, _ in parts],
-                          "value": [v / divisor for _, v in parts],
-                          "text": [fmt_bytes(v) for _, v in parts],
-                          "order": range(len(parts)), "row": "this step"})
-    bar = alt.Chart(frame).mark_bar(height=26).encode(
-        x=alt.X("value:Q", title=unit, stack="zero"),
-        y=alt.Y("row:N", title=None),
-        color=alt.Color("part:N", sort=[p for p, _ in parts], title=None,
-                        scale=alt.Scale(range=PALETTE)),
-        order=alt.Order("order:Q"),
-        tooltip=[alt.Tooltip("part:N", title="held"), alt.Tooltip("text:N", title="bytes")],
-    ).properties(width=460, height=50)
-    subtitle = f"peak {fmt_bytes(profile.memory.peak_bytes)} (traced, batch {profile.batch_size})"
-    chart = bar
+    divisor, unit = byte_unit(max(profile.memory.peak_bytes, device_memory_bytes or 0, 1))
+    records = [{"part": name, "value": value / divisor, "text": fmt_bytes(value), "order": i,
+                "row": "this step"} for i, (name, value) in enumerate(parts)]
+    bar = chart("bar", records, width=460, height=50, size=26, encoding={
+        "x": alt.X("value:Q", title=unit, stack="zero"),
+        "y": alt.Y("row:N", title=None),
+        "color": alt.Color("part:N", sort=[p for p, _ in parts], title=None,
+                           scale=alt.Scale(range=list(PALETTE))),
+        "order": alt.Order("order:Q"),
+        "tooltip": [alt.Tooltip("part:N", title="held"), alt.Tooltip("text:N", title="bytes")]})
+    layers = [bar]
     if device_memory_bytes:
-        limit = pd.DataFrame({"value": [device_memory_bytes / divisor],
-                              "label": [f"{device_name} {fmt_bytes(device_memory_bytes)}"]})
-        rule = alt.Chart(limit).mark_rule(color=PALETTE[2], strokeDash=[4, 3], size=2).encode(
-            x="value:Q", tooltip=[alt.Tooltip("label:N", title="device memory")])
-        chart = alt.layer(bar, rule)
-    return finish(chart, title="Memory at the peak of one step", subtitle=subtitle)
+        limit = [{"value": device_memory_bytes / divisor,
+                  "label": f"{device_name} {fmt_bytes(device_memory_bytes)}"}]
+        layers.append(chart("rule", limit, color=PALETTE[2], strokeDash=[4, 3], size=2, encoding={
+            "x": alt.X("value:Q"), "tooltip": [alt.Tooltip("label:N", title="device memory")]}))
+    subtitle = f"peak {fmt_bytes(profile.memory.peak_bytes)} (traced, batch {profile.batch_size})"
+    if device_memory_bytes:
+        subtitle += f"; dashed: {device_name} memory"
+    return finish(alt.LayerChart(layer=layers), title="Memory at the peak of one step",
+                  subtitle=subtitle)
 
 
 def roofline_points(profile: ModelProfile, hardware: HardwareSpec, *,
@@ -130,8 +128,6 @@ def roofline_points(profile: ModelProfile, hardware: HardwareSpec, *,
 def _peak_and_bandwidth(hardware: HardwareSpec, precision: str) -> tuple[float, float]:
     peak = hardware.peak_tflops(precision) or hardware.fp32_tflops
     if not peak or not hardware.memory_bw_gbs:
-        from ..errors import InvalidArgumentError
-
         raise InvalidArgumentError(
             f"hardware {hardware.name!r} has no {precision} peak or memory bandwidth in the "
             "catalog: a roofline needs both.")
@@ -149,22 +145,21 @@ def roofline_chart(profile: ModelProfile, hardware: HardwareSpec, *,
     ridge = peak * 1000 / bandwidth  # FLOP/byte where bandwidth x intensity reaches the peak
     lo = min([ridge / 100, *points["intensity"]]) / 2
     hi = max([ridge * 10, *points["intensity"]]) * 2
-    roof = pd.DataFrame({"intensity": [lo, ridge, hi],
-                         "attainable_tflops": [lo * bandwidth / 1000, peak, peak]})
+    roof = [{"intensity": lo, "attainable_tflops": lo * bandwidth / 1000},
+            {"intensity": ridge, "attainable_tflops": peak},
+            {"intensity": hi, "attainable_tflops": peak}]
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
     y = alt.Y("attainable_tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
-    line = alt.Chart(roof).mark_line(color="#888888", strokeWidth=2).encode(x=x, y=y)
-    dots = alt.Chart(points).mark_circle(opacity=0.9, stroke="#ffffff", strokeWidth=0.5).encode(
-        x=x, y=y,
-        size=alt.Size("flops_share:Q", title="share of FLOPs", scale=alt.Scale(range=[60, 600]),
-                      legend=None),
-        color=alt.Color("what:N", title="ops", scale=alt.Scale(range=PALETTE)),
-        tooltip=[alt.Tooltip("what:N", title="ops"), alt.Tooltip("text:N", title="FLOPs"),
-                 alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
-                 alt.Tooltip("attainable_tflops:Q", title="bound, TFLOP/s", format=".3g")],
-    )
-    chart = alt.layer(line, dots).properties(width=420, height=260)
+    line = chart("line", roof, color="#888888", strokeWidth=2, encoding={"x": x, "y": y})
+    dots = chart("circle", points.to_dict("records"), opacity=0.9, encoding={
+        "x": x, "y": y,
+        "size": alt.Size("flops_share:Q", scale=alt.Scale(range=[60, 600]), legend=None),
+        "color": alt.Color("what:N", title="ops", scale=alt.Scale(range=list(PALETTE))),
+        "tooltip": [alt.Tooltip("what:N", title="ops"), alt.Tooltip("text:N", title="FLOPs"),
+                    alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
+                    alt.Tooltip("attainable_tflops:Q", title="bound, TFLOP/s", format=".3g")]})
+    layered = alt.LayerChart(layer=[line, dots], width=420, height=260)
     subtitle = [(f"{hardware.name}, {precision}: peak {peak:g} TFLOP/s (dense), "
                  f"{bandwidth:g} GB/s; ridge at {ridge:.0f} FLOP/byte"),
                 "estimated: points sit on the roofline bound, an upper limit"]
-    return finish(chart, title="The step on the device's roofline", subtitle=subtitle)
+    return finish(layered, title="The step on the device's roofline", subtitle=subtitle)

@@ -25,6 +25,12 @@ from aiadvisor.viz.profile import (
 GiB = 1024**3
 
 
+def _values(spec, part=None):
+    """Data rows of a chart (or one layer / concat part of it), inline or in ``datasets``."""
+    data = (part or spec)["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
+
+
 def _module(name, depth, *, flops_fwd=0.0, params=0, act=0, repeat=1, kind="Linear"):
     return ModuleRecord(name=name, type=kind, depth=depth, num_params=params // 4,
                         param_bytes=params, flops_forward=flops_fwd, flops_backward=2 * flops_fwd,
@@ -104,7 +110,7 @@ def test_roofline_points_place_op_classes_by_intensity():
 def test_roofline_chart_is_log_log_with_the_roof_through_the_ridge():
     spec = roofline_chart(_profile(), DEVICE, precision="bf16").to_dict()
     roof, dots = spec["layer"]
-    values = spec["datasets"][roof["data"]["name"]]
+    values = _values(spec, roof)
     assert [round(v["attainable_tflops"], 6) for v in values] == [
         round(values[0]["intensity"] * 1.0, 6), 100.0, 100.0]
     assert values[1]["intensity"] == pytest.approx(100.0)  # the ridge point
@@ -123,7 +129,7 @@ def test_module_chart_scales_flops_to_one_unit_and_keeps_order():
     spec = module_chart(_profile()).to_dict()
     left, right = spec["hconcat"]
     assert left["encoding"]["x"]["title"] == "GFLOP per step"  # largest 3.6e10 -> GFLOP
-    rows = spec["datasets"][left["data"]["name"]]
+    rows = _values(spec, left)
     mlp_fwd = next(r for r in rows if r["label"] == "blocks.*.mlp ×6" and r["part"] == "forward")
     assert mlp_fwd["value"] == pytest.approx(12.0)  # 6 x 2e9 FLOP = 12 GFLOP
     assert left["encoding"]["y"]["sort"][0] == "blocks.*.mlp ×6"
@@ -134,10 +140,10 @@ def test_memory_chart_stacks_the_breakdown_against_the_device():
     spec = memory_chart(_profile(), device_memory_bytes=16 * 10**9, device_name="Test GPU")
     spec = spec.to_dict()
     bar, rule = spec["layer"]
-    parts = {r["part"]: r["value"] for r in spec["datasets"][bar["data"]["name"]]}
+    parts = {r["part"]: r["value"] for r in _values(spec, bar)}
     assert parts == {"weights": 3.0, "gradients": 3.0, "optimizer state": 6.0,
                      "activations": 2.0}  # GiB; zero parts (inputs, temporaries) left out
-    limit = spec["datasets"][rule["data"]["name"]][0]["value"]
+    limit = _values(spec, rule)[0]["value"]
     assert limit == pytest.approx(16e9 / GiB)  # 14.90 GiB: the 14 GiB peak fits
 
 

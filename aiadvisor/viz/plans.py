@@ -1,0 +1,136 @@
+"""Charts of the advisor's tables: hardware speed vs cost, per-device memory of parallel plans,
+and precisions. Each takes a DataFrame and the names of the columns it plots."""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from ..units import fmt_bytes
+from ._style import FIT_COLOURS, PALETTE, byte_unit, chart, finish
+
+__all__ = ["memory_per_device_chart", "pareto_chart", "pareto_front", "precision_chart"]
+
+
+def pareto_front(frame: pd.DataFrame, *, cost: str, speed: str) -> pd.Series:
+    """True for rows no other row beats: none is at most as costly and at least as fast with one
+    of the two strictly better. Rows missing either value are never on the front.
+
+    >>> df = pd.DataFrame({"c": [1.0, 2.0, 3.0, 2.0], "s": [1.0, 3.0, 2.0, 3.0]})
+    >>> pareto_front(df, cost="c", speed="s").tolist()
+    [True, True, False, True]
+    """
+    valid = frame[cost].notna() & frame[speed].notna()
+    c, s = frame[cost], frame[speed]
+    on_front = []
+    for i in frame.index:
+        if not valid[i]:
+            on_front.append(False)
+            continue
+        better = valid & (c <= c[i]) & (s >= s[i]) & ((c < c[i]) | (s > s[i]))
+        on_front.append(not better.any())
+    return pd.Series(on_front, index=frame.index)
+
+
+def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "name",
+                 colour: str = "vendor", fits: str | None = "fits", cost_title: str,
+                 speed_title: str) -> alt.LayerChart:
+    """Speed against cost, one point per device (log-log), the Pareto front as a line.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        One row per device option.
+    cost, speed : str
+        Columns plotted on x (lower is better) and y (higher is better).
+    cost_title, speed_title : str
+        Axis titles with units.
+    """
+    ok = frame[cost].notna() & frame[speed].notna()
+    data = frame[ok]
+    data = data[(data[cost] > 0) & (data[speed] > 0)]
+    front = pareto_front(data, cost=cost, speed=speed)
+    records = [{"name": str(row[name]), "colour": str(row.get(colour, "")),
+                "cost": float(row[cost]), "speed": float(row[speed]), "pareto": bool(on),
+                "fit_text": _fit_text(row.get(fits) if fits else True)}
+               for (_, row), on in zip(data.iterrows(), front)]
+    on_front = sorted((r for r in records if r["pareto"]), key=lambda r: r["cost"])
+    x = alt.X("cost:Q", scale=alt.Scale(type="log"), title=cost_title)
+    y = alt.Y("speed:Q", scale=alt.Scale(type="log"), title=speed_title)
+    line = chart("line", on_front, color="#888888", strokeDash=[5, 3],
+                 encoding={"x": x, "y": y, "order": alt.Order("cost:Q")})
+    points = chart("point", records, filled=True, size=70, opacity=0.85, encoding={
+        "x": x, "y": y,
+        "color": alt.Color("colour:N", title=colour, scale=alt.Scale(range=list(PALETTE))),
+        "shape": alt.Shape("fit_text:N", title=None,
+                           scale=alt.Scale(domain=["fits", "does not fit"],
+                                           range=["circle", "cross"])),
+        "tooltip": [alt.Tooltip("name:N", title="device"),
+                    alt.Tooltip("speed:Q", title=speed_title, format=",.3g"),
+                    alt.Tooltip("cost:Q", title=cost_title, format=",.3g"),
+                    alt.Tooltip("pareto:N", title="on the front")]})
+    labels = chart("text", on_front, align="left", dx=6, dy=-6, fontSize=10,
+                   encoding={"x": x, "y": y, "text": alt.Text("name:N")})
+    subtitle = ["estimated; dashed line: the Pareto front (nothing is both cheaper and faster)"]
+    missing = len(frame) - len(records)
+    if missing:
+        subtitle.append(f"{missing} device(s) without a price or a prediction are not shown")
+    layered = alt.LayerChart(layer=[line, points, labels], width=520, height=320)
+    return finish(layered, title="Speed against cost", subtitle=subtitle)
+
+
+def _fit_text(value: object) -> str:
+    return "does not fit" if value is False or value == 0 else "fits"
+
+
+def memory_per_device_chart(frame: pd.DataFrame, *, memory: str, label: str,
+                            device_memory_bytes: int | None, fits: str | None = "fits",
+                            device_name: str = "") -> alt.LayerChart:
+    """Per-device memory of each plan against the device's memory (the dashed rule)."""
+    largest = max([*frame[memory].dropna(), device_memory_bytes or 0, 1])
+    divisor, unit = byte_unit(largest)
+    plans = [str(v) for v in frame[label]]
+    fit_values = list(frame[fits]) if fits else [True] * len(frame)
+    records = [{"plan": plan, "value": float(value) / divisor, "text": fmt_bytes(value),
+                "fit_text": _fit_text(fit)}
+               for plan, value, fit in zip(plans, frame[memory], fit_values)]
+    bars = chart("bar", records, width=460, height=alt.Step(18), encoding={
+        "x": alt.X("value:Q", title=f"{unit} per device"),
+        "y": alt.Y("plan:N", sort=plans, title=None),
+        "color": alt.Color("fit_text:N", title=None,
+                           scale=alt.Scale(domain=list(FIT_COLOURS),
+                                           range=list(FIT_COLOURS.values()))),
+        "tooltip": [alt.Tooltip("plan:N"), alt.Tooltip("text:N", title="per device")]})
+    layers = [bars]
+    if device_memory_bytes:
+        limit = [{"value": device_memory_bytes / divisor,
+                  "label": f"{device_name} {fmt_bytes(device_memory_bytes)}"}]
+        layers.append(chart("rule", limit, strokeDash=[4, 3], size=2, color="#888888",
+                            encoding={"x": alt.X("value:Q"),
+                                      "tooltip": [alt.Tooltip("label:N",
+                                                              title="device memory")]}))
+    return finish(alt.LayerChart(layer=layers), title="Memory per device of each plan",
+                  subtitle="estimated from the profile; dashed: the device's memory")
+
+
+def precision_chart(frame: pd.DataFrame, *, precision: str, speedup: str,
+                    supported: str | None = None) -> alt.LayerChart:
+    """Predicted speedup of each precision over the baseline (bars; unsupported ones muted)."""
+    support = list(frame[supported]) if supported else [True] * len(frame)
+    records = [{"precision": str(p), "speedup": float(s),
+                "support": "supported" if ok else "not supported"}
+               for p, s, ok in zip(frame[precision], frame[speedup], support)
+               if s is not None and not math.isnan(s)]
+    order = [r["precision"] for r in records]
+    bars = chart("bar", records, width=380, height=200, encoding={
+        "x": alt.X("precision:N", sort=order, title=None),
+        "y": alt.Y("speedup:Q", title="predicted speedup (×)"),
+        "color": alt.Color("support:N", title=None,
+                           scale=alt.Scale(domain=["supported", "not supported"],
+                                           range=[PALETTE[0], "#bab0ac"])),
+        "tooltip": [alt.Tooltip("precision:N"), alt.Tooltip("speedup:Q", format=".2f")]})
+    rule = chart("rule", [{"one": 1.0}], color="#888888", encoding={"y": alt.Y("one:Q")})
+    return finish(alt.LayerChart(layer=[bars, rule]), title="Step speed by precision",
+                  subtitle="estimated, relative to the profile's precision")

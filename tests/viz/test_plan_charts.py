@@ -1,0 +1,80 @@
+"""Charts over the advisor's tables (hardware ranking, parallel plans, precisions)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("altair")
+
+from aiadvisor.viz.plans import (
+    memory_per_device_chart,
+    pareto_chart,
+    pareto_front,
+    precision_chart,
+)
+
+GiB = 1024**3
+
+
+def _values(spec, part):
+    data = part["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
+
+
+RANKING = pd.DataFrame({
+    "name": ["A", "B", "C", "D", "E"],
+    "vendor": ["v1", "v1", "v2", "v2", "v3"],
+    # $/1M samples and samples/s. A: cheapest; B: faster and dearer; C: slower and dearer than
+    # B (dominated); D: fastest; E: no price (cannot be placed).
+    "usd_per_million_samples": [1.0, 2.0, 3.0, 5.0, None],
+    "throughput": [100.0, 300.0, 200.0, 900.0, 50.0],
+    "fits": [True, True, False, True, True],
+})
+
+
+def test_pareto_front_keeps_only_undominated_rows():
+    front = pareto_front(RANKING, cost="usd_per_million_samples", speed="throughput")
+    assert front.tolist() == [True, True, False, True, False]
+
+
+def test_pareto_front_ties_are_both_kept():
+    tied = pd.DataFrame({"c": [1.0, 1.0], "s": [5.0, 5.0]})
+    assert pareto_front(tied, cost="c", speed="s").tolist() == [True, True]
+
+
+def test_pareto_chart_draws_the_front_in_cost_order_and_says_what_is_missing():
+    spec = pareto_chart(RANKING, cost="usd_per_million_samples", speed="throughput",
+                        cost_title="$ per 1M samples", speed_title="samples/s").to_dict()
+    line, points, labels = spec["layer"]
+    assert [r["name"] for r in _values(spec, labels)] == ["A", "B", "D"]
+    assert [r["name"] for r in _values(spec, line)] == ["A", "B", "D"]
+    shapes = {r["name"]: r["fit_text"] for r in _values(spec, points)}
+    assert shapes == {"A": "fits", "B": "fits", "C": "does not fit", "D": "fits"}
+    assert points["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["title"]["subtitle"][0].startswith("estimated")
+    assert "1 device(s) without a price" in spec["title"]["subtitle"][1]
+
+
+def test_memory_per_device_chart_marks_plans_that_do_not_fit():
+    plans = pd.DataFrame({"strategy": ["ddp", "fsdp"],
+                          "memory_per_device_bytes": [96 * GiB, 24 * GiB],
+                          "fits": [False, True]})
+    spec = memory_per_device_chart(plans, memory="memory_per_device_bytes", label="strategy",
+                                   device_memory_bytes=80 * 10**9, device_name="H100").to_dict()
+    bars, rule = spec["layer"]
+    rows = {r["plan"]: (r["value"], r["fit_text"]) for r in _values(spec, bars)}
+    assert rows == {"ddp": (96.0, "does not fit"), "fsdp": (24.0, "fits")}  # GiB
+    assert _values(spec, rule)[0]["value"] == pytest.approx(80e9 / GiB)  # 74.5 GiB
+    assert bars["encoding"]["x"]["title"] == "GiB per device"
+
+
+def test_precision_chart_mutes_unsupported_precisions_and_drops_missing():
+    table = pd.DataFrame({"precision": ["fp32", "bf16", "fp8"], "speedup": [1.0, 7.5, None],
+                          "supported": [True, True, False]})
+    spec = precision_chart(table, precision="precision", speedup="speedup",
+                           supported="supported").to_dict()
+    bars, rule = spec["layer"]
+    assert [(r["precision"], r["speedup"]) for r in _values(spec, bars)] == [
+        ("fp32", 1.0), ("bf16", 7.5)]
+    assert _values(spec, rule) == [{"one": 1.0}]
