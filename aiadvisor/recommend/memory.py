@@ -1,0 +1,343 @@
+"""Per-device memory of a parallel plan: the ZeRO and activation-memory arithmetic.
+
+Model states (Rajbhandari et al. 2020, "ZeRO", section 3): mixed-precision Adam keeps, per
+parameter, 2 bytes of 16-bit weights, 2 bytes of 16-bit gradients and 12 bytes of optimizer state
+(fp32 master weights, momentum and variance) = 16 bytes; fp32 training keeps 4 + 4 + 8. ZeRO
+stage 1 shards the optimizer state over the data-parallel group, stage 2 also the gradients,
+stage 3 (FSDP) also the weights. Tensor and pipeline parallelism split every state first.
+
+Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models"): a transformer layer saves ``s b h (34 + 5 a s / h)`` bytes in 16 bit; tensor parallel
+with sequence parallelism divides all of it by ``t``; selective recomputation drops the
+``5 a s^2 b`` attention-score term; full recomputation keeps only each layer's input
+(``2 s b h``) plus one layer's activations while it is recomputed. Here the per-layer figures
+come from the profile (``block_activation_bytes`` and ``block_output_bytes``) rather than the
+formula, so any block architecture is covered; the attention-score share is the part of the block
+activations that is quadratic in the sequence length, read from the profile's fitted scaling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..errors import UnsupportedPrecisionError
+from ..schema import ModelProfile, ParallelConfig
+
+#: Fraction of device memory left free for what the profile cannot see: the CUDA context
+#: (0.3-2 GiB), cuBLAS/cuDNN workspaces and allocator fragmentation (reserved/allocated is
+#: typically 1.05-1.10). A plan "fits" when its total is at most 90 % of the device memory.
+HEADROOM_FRACTION = 0.10
+
+#: Devices per node: tensor parallelism stays within one node's fast links (NVLink/xGMI).
+DEVICES_PER_NODE = 8
+
+_MIXED = ("bf16", "fp16", "fp8")
+_FULL = ("fp32", "tf32")
+_WEIGHT_ONLY = ("int8", "int4", "nf4")
+
+#: Inference weight storage in bits per weight, including per-group scales: int8 per-channel
+#: scales are negligible; int4 (GPTQ/AWQ/torchao) one fp16 scale + zero point per group of 128
+#: weights = 32/128 = 0.25 bit; NF4 (bitsandbytes) one fp32 absmax per block of 64 = 0.5 bit.
+INFER_WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8,
+                     "int4": 4.25, "nf4": 4.5}
+
+#: Optimizer bytes per trainable parameter: (fp32 training, mixed precision). Mixed precision
+#: adds a 4-byte fp32 master copy to each (the optimizer updates the master, ZeRO section 3).
+_OPTIMIZER_STATE = {"adamw": (8, 12), "adam": (8, 12), "sgd_momentum": (4, 8), "sgd": (0, 4),
+                    "none": (0, 0)}
+
+_DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
+                "float8_e5m2": 1, "int8": 1, "uint8": 1}
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Element size of a dtype name such as ``"float32"`` (4 when unknown)."""
+    return _DTYPE_BYTES.get(str(dtype).replace("torch.", ""), 4)
+
+
+def activation_element_bytes(precision: str) -> int:
+    """Bytes per saved activation element: 4 for fp32/tf32; 2 otherwise (16-bit autocast; FP8
+    and weight-only formats keep activations in bf16)."""
+    return 4 if precision in _FULL else 2
+
+
+def state_bytes_per_param(*, mode: str, precision: str, optimizer: str) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per trainable parameter.
+
+    >>> state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw")
+    (2, 2, 12)
+    >>> state_bytes_per_param(mode="train", precision="fp32", optimizer="adamw")
+    (4, 4, 8)
+    >>> state_bytes_per_param(mode="infer", precision="nf4", optimizer="adamw")
+    (0.5625, 0, 0)
+    """
+    if mode == "infer":
+        return INFER_WEIGHT_BITS[precision] / 8, 0, 0
+    if precision in _WEIGHT_ONLY:
+        raise UnsupportedPrecisionError(
+            f"precision={precision!r} is not valid for training: {precision} is a weight-only "
+            "storage format for inference (or for the frozen base of QLoRA adapters). Train in "
+            "'bf16' (or 'fp16', 'fp8'), then quantize for serving."
+        )
+    fp32_state, mixed_state = _OPTIMIZER_STATE[optimizer]
+    if precision in _MIXED:
+        return 2, 2, mixed_state
+    return 4, 4, fp32_state
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivationParts:
+    """Saved activations of one data-parallel replica, split the way the plans need them.
+
+    Bytes are at the profile's batch size and in the plan's precision. ``*_per_batch`` parts
+    grow linearly with the batch; ``*_fixed`` parts do not (position tables).
+    """
+
+    batch_size: int
+    num_blocks: int
+    block_per_batch_bytes: float
+    """One block's saved activations for the whole batch (no weight copies)."""
+    block_quadratic_bytes: float
+    """The part of ``block_per_batch_bytes`` quadratic in sequence length (attention scores)."""
+    block_input_bytes: float
+    """One block's input (= the previous block's output): what full checkpointing keeps."""
+    block_fixed_bytes: float
+    other_per_batch_bytes: float
+    """Activations outside the blocks (embeddings, final norm, logits, loss)."""
+    other_fixed_bytes: float
+    inputs_bytes: float
+    temporaries_bytes: float
+    mode: str = "train"
+    notes: tuple[str, ...] = ()
+
+    def at_batch(self, batch_size: int) -> ActivationParts:
+        """The same parts for a (micro-)batch of ``batch_size`` samples (linear in the batch)."""
+        k = batch_size / self.batch_size
+        return replace(
+            self, batch_size=batch_size, block_per_batch_bytes=self.block_per_batch_bytes * k,
+            block_quadratic_bytes=self.block_quadratic_bytes * k,
+            block_input_bytes=self.block_input_bytes * k,
+            other_per_batch_bytes=self.other_per_batch_bytes * k,
+            inputs_bytes=self.inputs_bytes * k, temporaries_bytes=self.temporaries_bytes * k,
+        )
+
+
+def block_params(prof: ModelProfile) -> float:
+    """Parameters in one repeated block (0 when the profile found none)."""
+    return prof.block_param_bytes / dtype_bytes(prof.param_dtype) if prof.num_blocks else 0.0
+
+
+def _autocast_weight_copy_bytes(prof: ModelProfile) -> tuple[float, float]:
+    """Upper bounds of the 16-bit weight copies autocast saves for backward: (one block, the
+    rest of the model).
+
+    Under ``torch.autocast`` with fp32 parameters each matmul casts its weight to 16 bit and
+    saves the copy; the profile counts it as an activation that does not grow with the batch.
+    The ZeRO arithmetic already counts 16-bit weights (2 bytes/param), so batch-independent
+    activations up to these sizes are taken to be those copies and removed."""
+    compute, param = dtype_bytes(prof.compute_dtype), dtype_bytes(prof.param_dtype)
+    if prof.mode != "train" or compute >= param:
+        return 0.0, 0.0
+    per_block = block_params(prof)
+    rest = max(0.0, prof.num_params - prof.num_blocks * per_block)
+    return per_block * compute, rest * compute
+
+
+def _split_batch(prof: ModelProfile) -> tuple[float, float, float, float] | None:
+    """(block per-batch, block fixed, total per-batch, total fixed) from ``prof.at``: a quantity
+    linear in the batch B is ``f + B g``, so ``g B = Q(2B) - Q(B)`` and ``f = 2 Q(B) - Q(2B)``."""
+    if prof.scaling is None:
+        return None
+    double = prof.at(batch_size=2 * prof.batch_size)
+    blk, blk2 = prof.block_activation_bytes, double.block_activation_bytes
+    tot, tot2 = prof.memory.activations_bytes, double.memory.activations_bytes
+    return blk2 - blk, max(0.0, 2 * blk - blk2), tot2 - tot, max(0.0, 2 * tot - tot2)
+
+
+def _quadratic_share(prof: ModelProfile) -> float:
+    """Fraction of the per-batch block activations quadratic in the sequence length.
+
+    The per-batch part is ``P(s) = k + a s + c s^2``; three sequence lengths (s, s/2, s/4, the
+    points the profiler traced) give ``c`` exactly. For eager attention ``c s^2`` is the score,
+    softmax and dropout tensors (``5 a s^2 b`` bytes in Korthikanti et al.); fused attention
+    (SDPA/FlashAttention) stores none, so the share is 0."""
+    import numpy as np
+
+    seq = prof.seq_len
+    if prof.scaling is None or not seq or seq < 4 or not prof.num_blocks:
+        return 0.0
+    lengths = [seq, seq // 2, seq // 4]
+    per_batch = []
+    for length in lengths:
+        base = prof.at(seq_len=length)
+        double = base.at(batch_size=2 * prof.batch_size)
+        per_batch.append(double.block_activation_bytes - base.block_activation_bytes)
+    if per_batch[0] <= 0:
+        return 0.0
+    basis = np.array([[1.0, n / seq, (n / seq) ** 2] for n in lengths])
+    _k, _a, c = np.linalg.solve(basis, np.array(per_batch, dtype=float))
+    return float(min(1.0, max(0.0, c / per_batch[0])))
+
+
+def activation_parts(prof: ModelProfile, *, precision: str) -> ActivationParts:
+    """Split the profile's activations into per-block, per-batch and fixed parts (see module)."""
+    scale = activation_element_bytes(precision) / dtype_bytes(prof.compute_dtype)
+    notes = []
+    if scale != 1:
+        notes.append(
+            f"activations rescaled from the profile's {prof.compute_dtype} to {precision} "
+            f"({scale:g}x): an estimate, profile with precision={precision!r} for exact figures."
+        )
+    if prof.mode != "train":
+        return ActivationParts(
+            batch_size=prof.batch_size, num_blocks=prof.num_blocks, block_per_batch_bytes=0.0,
+            block_quadratic_bytes=0.0, block_input_bytes=prof.block_output_bytes * scale,
+            block_fixed_bytes=0.0, other_per_batch_bytes=prof.memory.activations_bytes * scale,
+            other_fixed_bytes=0.0, inputs_bytes=float(prof.memory.inputs_bytes),
+            temporaries_bytes=prof.memory.temporaries_bytes * scale, mode="infer",
+            notes=tuple(notes),
+        )
+    block_copies, other_copies = _autocast_weight_copy_bytes(prof)
+    split = _split_batch(prof)
+    if split is None:
+        # No scaling fit: everything counts as growing with the batch (an upper bound).
+        blk_batch, blk_fixed = max(0.0, prof.block_activation_bytes - block_copies), 0.0
+        other = prof.memory.activations_bytes - prof.num_blocks * prof.block_activation_bytes
+        other_batch, other_fixed = max(0.0, other - other_copies), 0.0
+    else:
+        blk_batch, blk_fixed_raw, tot_batch, tot_fixed = split
+        blk_fixed = max(0.0, blk_fixed_raw - block_copies)
+        other_batch = max(0.0, tot_batch - prof.num_blocks * blk_batch)
+        other_fixed = max(0.0, tot_fixed - prof.num_blocks * blk_fixed_raw - other_copies)
+    quad = blk_batch * _quadratic_share(prof)
+    return ActivationParts(
+        batch_size=prof.batch_size, num_blocks=prof.num_blocks,
+        block_per_batch_bytes=blk_batch * scale, block_quadratic_bytes=quad * scale,
+        block_input_bytes=prof.block_output_bytes * scale, block_fixed_bytes=blk_fixed * scale,
+        other_per_batch_bytes=other_batch * scale, other_fixed_bytes=other_fixed * scale,
+        inputs_bytes=float(prof.memory.inputs_bytes),
+        temporaries_bytes=prof.memory.temporaries_bytes * scale, notes=tuple(notes),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceMemory:
+    """Bytes on one device (the fullest one: first pipeline stage) under a parallel plan."""
+
+    weights_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    gathered_bytes: float
+    """FSDP/ZeRO-3 working copies: one block's unsharded weights (plus the prefetched next one)
+    and its unsharded gradients before the reduce-scatter; ZeRO-Offload gradient buckets."""
+    other_bytes: float
+    """Inputs and short-lived temporaries."""
+    cpu_bytes: float
+    """Host memory per device for offloaded states."""
+
+    @property
+    def total_bytes(self) -> float:
+        return (self.weights_bytes + self.grads_bytes + self.optimizer_bytes
+                + self.activations_bytes + self.gathered_bytes + self.other_bytes)
+
+
+def _stage_params(prof: ModelProfile, pp: int) -> float:
+    """Parameters on the fullest pipeline stage: ceil(L/pp) blocks plus the embedding or the
+    output head (each about half of the non-block parameters when untied)."""
+    if pp == 1:
+        return float(prof.num_params)
+    per_block = block_params(prof)
+    other = max(0.0, prof.num_params - prof.num_blocks * per_block)
+    return math.ceil(prof.num_blocks / pp) * per_block + other / 2
+
+
+def model_state_memory(prof: ModelProfile, config: ParallelConfig, *,
+                       precision: str) -> DeviceMemory:
+    """Weights, gradients, optimizer state and FSDP working buffers on one device."""
+    w_b, g_b, o_b = state_bytes_per_param(mode=prof.mode, precision=precision,
+                                          optimizer=prof.optimizer)
+    tp, dp, stage = config.tp_degree, config.dp_degree, config.zero_stage
+    params = _stage_params(prof, config.pp_degree) / tp
+    trainable = params * (prof.num_trainable_params / prof.num_params if prof.num_params else 0)
+    frozen_w = 2 if precision in _MIXED and prof.mode == "train" else w_b
+    weights = trainable * w_b + (params - trainable) * frozen_w
+    grads, opt = trainable * g_b, trainable * o_b
+    unit = block_params(prof) / tp if prof.num_blocks else params  # one FSDP unit
+    unit_trainable = unit * (trainable / params if params else 0)
+    gathered, cpu = 0.0, 0.0
+    if stage >= 1:
+        opt /= dp
+    if stage >= 2:
+        grads /= dp
+    if stage == 3:
+        weights /= dp
+        # current + prefetched unit's weights, and the unit's full gradients before reduce-scatter
+        gathered = (2 if prof.num_blocks else 1) * unit * w_b + unit_trainable * g_b
+    if config.offload:
+        # ZeRO-Offload (stage 2) / ZeRO-Infinity, FSDP CPUOffload (stage 3): optimizer state and
+        # gradients (and with stage 3 the weight shards) live in host memory; the device keeps
+        # one unit's gradients in flight.
+        cpu = opt + grads + (weights if stage == 3 else 0.0)
+        gathered = max(gathered, unit_trainable * g_b)
+        opt, grads = 0.0, 0.0
+        if stage == 3:
+            weights = 0.0
+    return DeviceMemory(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt,
+                        activations_bytes=0.0, gathered_bytes=gathered, other_bytes=0.0,
+                        cpu_bytes=cpu)
+
+
+def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
+                      micro_batch: int) -> tuple[float, float]:
+    """(activations, inputs + temporaries) on the fullest device for one micro-batch.
+
+    Pipeline 1F1B: the first stage holds ``min(pp, m)`` micro-batches in flight over its
+    ``L / pp`` layers, as much as ``L`` layers of one micro-batch (Korthikanti et al., sec. 4.2).
+    Tensor parallel with sequence parallelism divides every activation by ``tp``.
+    """
+    p = parts.at_batch(micro_batch) if micro_batch != parts.batch_size else parts
+    tp, pp = config.tp_degree, config.pp_degree
+    in_flight = min(pp, config.num_microbatches) if pp > 1 else 1
+    layers = math.ceil(p.num_blocks / pp) if p.num_blocks else 0
+    if config.checkpointing == "full" and p.num_blocks:
+        blocks = layers * in_flight * p.block_input_bytes + p.block_per_batch_bytes
+    elif config.checkpointing == "selective" and p.num_blocks:
+        blocks = layers * in_flight * (p.block_per_batch_bytes - p.block_quadratic_bytes)
+    else:
+        blocks = layers * in_flight * p.block_per_batch_bytes
+    fixed = layers * p.block_fixed_bytes + p.other_fixed_bytes
+    activations = (blocks + p.other_per_batch_bytes) / tp + fixed
+    return activations, p.inputs_bytes + p.temporaries_bytes / tp
+
+
+def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
+                  parts: ActivationParts | None = None,
+                  micro_batch: int | None = None) -> DeviceMemory:
+    """Everything on the fullest device: model states plus activations.
+
+    Parameters
+    ----------
+    prof : ModelProfile
+        The profile; its batch is the batch of one data-parallel replica.
+    config : ParallelConfig
+        The plan.
+    precision : str
+        Training or inference precision of the plan.
+    parts : ActivationParts, optional
+        Precomputed :func:`activation_parts` (saves the ``prof.at`` calls).
+    micro_batch : int, optional
+        Samples per forward pass (default: the profile's batch / ``grad_accum_steps``).
+    """
+    parts = parts or activation_parts(prof, precision=precision)
+    if micro_batch is None:
+        micro_batch = max(1, prof.batch_size // config.grad_accum_steps)
+    states = model_state_memory(prof, config, precision=precision)
+    activations, other = activation_memory(parts, config, micro_batch=micro_batch)
+    return replace(states, activations_bytes=activations, other_bytes=other)
+
+
+def usable_bytes(memory_bytes: float) -> float:
+    """Device memory a plan may use: all of it minus :data:`HEADROOM_FRACTION`."""
+    return memory_bytes * (1 - HEADROOM_FRACTION)

@@ -1,0 +1,169 @@
+"""ZeRO and activation-memory arithmetic, checked against numbers worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiadvisor.errors import UnsupportedPrecisionError
+from aiadvisor.recommend.memory import (
+    activation_parts,
+    device_memory,
+    state_bytes_per_param,
+    usable_bytes,
+)
+from aiadvisor.schema import ParallelConfig
+
+from .conftest import make_profile
+
+# Hand profile: 1e9 parameters, 10 blocks of 9e7 (1e8 outside the blocks: embedding + head),
+# each block saves 1e8 bytes of activations for the batch of 4 and outputs 1e7 bytes; 5e7 bytes
+# of activations outside the blocks. Mixed-precision AdamW: 2 + 2 + 12 bytes per parameter.
+HAND = {"num_params": 10**9, "num_blocks": 10, "block_params": 9 * 10**7, "block_act": 10**8,
+        "block_out": 10**7, "other_act": 5 * 10**7, "batch_size": 4}
+ACT = 10 * 10**8 + 5 * 10**7  # 1.05e9 bytes of activations without checkpointing
+
+
+def _mem(config, **overrides):
+    prof = make_profile(**{**HAND, **overrides})
+    precision = overrides.pop("precision", "bf16") if "precision" in overrides else "bf16"
+    return device_memory(prof, config, precision=precision)
+
+
+def test_bytes_per_parameter_follow_the_zero_paper():
+    assert state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw") == (2, 2, 12)
+    assert state_bytes_per_param(mode="train", precision="fp16", optimizer="adam") == (2, 2, 12)
+    assert state_bytes_per_param(mode="train", precision="fp32", optimizer="adamw") == (4, 4, 8)
+    # SGD with momentum: fp32 master + momentum = 8 in mixed precision; momentum only in fp32
+    assert state_bytes_per_param(mode="train", precision="bf16", optimizer="sgd_momentum") == (
+        2, 2, 8)
+    assert state_bytes_per_param(mode="train", precision="fp32", optimizer="sgd") == (4, 4, 0)
+    # inference: weights only; int4 = 4 bits + a 16-bit scale and zero per 128 = 4.25 bits
+    assert state_bytes_per_param(mode="infer", precision="int4", optimizer="adamw") == (
+        4.25 / 8, 0, 0)
+
+
+def test_weight_only_formats_cannot_train():
+    with pytest.raises(UnsupportedPrecisionError, match="weight-only.*'bf16'"):
+        state_bytes_per_param(mode="train", precision="nf4", optimizer="adamw")
+
+
+def test_ddp_replicates_every_state():
+    m = _mem(ParallelConfig(dp_degree=8))
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (2e9, 2e9, 12e9)
+    assert m.activations_bytes == ACT
+    assert m.total_bytes == 2e9 + 2e9 + 12e9 + ACT
+
+
+@pytest.mark.parametrize("stage,expected", [
+    (1, (2e9, 2e9, 1.5e9)),        # optimizer / 8
+    (2, (2e9, 0.25e9, 1.5e9)),     # + gradients / 8
+    (3, (0.25e9, 0.25e9, 1.5e9)),  # + weights / 8
+])
+def test_zero_stages_shard_over_data_parallel(stage, expected):
+    m = _mem(ParallelConfig(dp_degree=8, zero_stage=stage))
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == pytest.approx(expected)
+
+
+def test_fsdp_keeps_a_gathered_block_and_its_gradients():
+    m = _mem(ParallelConfig(dp_degree=8, zero_stage=3))
+    # two blocks of 9e7 bf16 weights (current + prefetched) + one block of bf16 gradients
+    assert m.gathered_bytes == pytest.approx(2 * 9e7 * 2 + 9e7 * 2)
+
+
+def test_tensor_parallel_divides_states_and_activations():
+    m = _mem(ParallelConfig(dp_degree=4, tp_degree=2))
+    assert (m.weights_bytes, m.optimizer_bytes) == pytest.approx((1e9, 6e9))
+    assert m.activations_bytes == pytest.approx(ACT / 2)  # sequence parallel: all / tp
+
+
+def test_pipeline_first_stage_holds_pp_microbatches():
+    m = _mem(ParallelConfig(dp_degree=4, pp_degree=2, num_microbatches=8))
+    # stage params: 5 blocks of 9e7 + half of the 1e8 outside the blocks = 5e8 -> 2 bytes each
+    assert m.weights_bytes == pytest.approx(1e9)
+    # 5 layers x 2 micro-batches in flight x 1e8 = the same as 10 layers of one (Korthikanti)
+    assert m.activations_bytes == pytest.approx(5 * 2 * 1e8 + 5e7)
+
+
+def test_full_checkpointing_keeps_block_inputs_plus_one_block():
+    m = _mem(ParallelConfig(dp_degree=8, zero_stage=3, checkpointing="full"))
+    assert m.activations_bytes == pytest.approx(10 * 1e7 + 1e8 + 5e7)
+
+
+def test_gradient_accumulation_shrinks_the_micro_batch():
+    m = _mem(ParallelConfig(dp_degree=8, grad_accum_steps=4))  # micro-batch 1 of 4
+    assert m.activations_bytes == pytest.approx(ACT / 4)
+
+
+def test_offload_moves_states_to_the_host():
+    m3 = _mem(ParallelConfig(dp_degree=8, zero_stage=3, offload=True))
+    assert (m3.weights_bytes, m3.grads_bytes, m3.optimizer_bytes) == (0, 0, 0)
+    assert m3.cpu_bytes == pytest.approx((2e9 + 2e9 + 12e9) / 8)
+    m2 = _mem(ParallelConfig(dp_degree=8, zero_stage=2, offload=True))
+    assert m2.weights_bytes == 2e9  # ZeRO-Offload keeps the 16-bit weights on the device
+    assert m2.gathered_bytes == pytest.approx(9e7 * 2)  # one block's gradients in flight
+    assert m2.cpu_bytes == pytest.approx(12e9 / 8 + 2e9 / 8)
+
+
+def test_fp32_training_doubles_activations_of_a_bf16_profile():
+    prof = make_profile(**HAND)
+    m = device_memory(prof, ParallelConfig(), precision="fp32")
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (4e9, 4e9, 8e9)
+    assert m.activations_bytes == pytest.approx(2 * ACT)
+    assert "rescaled" in activation_parts(prof, precision="fp32").notes[0]
+
+
+def test_frozen_parameters_have_no_gradients_or_optimizer_state():
+    m = _mem(ParallelConfig(), trainable=5 * 10**8)
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (2e9, 1e9, 6e9)
+
+
+def test_inference_holds_quantized_weights_only():
+    prof = make_profile(**{**HAND, "mode": "infer"})
+    m = device_memory(prof, ParallelConfig(), precision="nf4")
+    assert m.weights_bytes == pytest.approx(1e9 * 4.5 / 8)  # 4 bits + fp32 absmax per 64
+    assert m.grads_bytes == m.optimizer_bytes == 0
+
+
+def test_headroom_is_ten_percent():
+    assert usable_bytes(80e9) == pytest.approx(72e9)
+
+
+def _gpt2(attn: str):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    import aiadvisor as aa
+
+    torch.manual_seed(0)
+    # no attention dropout: PyTorch's CPU flash kernel has none and would fall back to math
+    config = GPT2Config(n_layer=3, n_embd=128, n_head=4, vocab_size=1000, n_positions=256,
+                        attn_pdrop=0.0, bos_token_id=0, eos_token_id=0, attn_implementation=attn)
+    model = GPT2LMHeadModel(config)
+    return aa.profile(model, torch.randint(0, 1000, (2, 256)), precision="bf16")
+
+
+def test_selective_checkpointing_targets_the_attention_scores():
+    # Eager attention stores the (s x s) scores per head; Korthikanti et al. count
+    # 5 a s^2 b bytes in 16 bit (scores 2 + softmax 2 + dropout mask 1). Here autocast keeps the
+    # softmax in fp32, so expect between 5 and 10 bytes per score: a=4, s=256, b=2 ->
+    # 4 * 256**2 * 2 = 524288 scores per layer.
+    parts = activation_parts(_gpt2("eager"), precision="bf16")
+    scores = 4 * 256**2 * 2
+    assert 5 * scores <= parts.block_quadratic_bytes <= 10 * scores
+    # SDPA never stores the scores: nothing quadratic left for selective recompute to drop.
+    fused = activation_parts(_gpt2("sdpa"), precision="bf16")
+    assert fused.block_quadratic_bytes < 0.01 * fused.block_per_batch_bytes
+
+
+def test_llama3_8b_per_layer_activations_match_a_hand_count(llama8b):
+    # Hand count of what one Llama decoder layer saves per token under bf16 autocast with an
+    # fp32 residual stream (h = 4096, MLP 3.5 h): two RMSNorms (fp32 input + normed output)
+    # 2 x 8h; bf16 casts of the norm output for q/k/v and gate/up 6h + 4h; RoPE on q and k
+    # (h/4 for 8 KV heads) 5h; attention inputs/output ~5-8h; o_proj input 2h; MLP gate, silu,
+    # up and product (3.5 h each, bf16) 28h: about 60h, say 50h-70h bytes per token.
+    parts = activation_parts(llama8b, precision="bf16")
+    tokens, h = 2048, 4096
+    assert 50 * h * tokens <= parts.block_per_batch_bytes <= 70 * h * tokens
+    # full checkpointing keeps each layer's fp32 input: s x h x 4 bytes
+    assert parts.block_input_bytes == tokens * h * 4
+    assert parts.block_quadratic_bytes == 0  # SDPA
