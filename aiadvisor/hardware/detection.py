@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import HardwareSpec
-from .lookup import find
+from .lookup import candidates, find
 
 __all__ = ["CpuInfo", "DetectedDevice", "cpu_info", "detect", "parse_cpuinfo", "probe"]
 
@@ -271,11 +271,32 @@ def _probe_mps(torch: Any, reasons: list[str]) -> dict[str, Any] | None:
 _VENDOR = {"cuda": "NVIDIA", "rocm": "AMD", "xpu": "Intel", "mps": "Apple"}
 
 
+def _match_by_memory(name: str, memory_bytes: int | None) -> HardwareSpec | None:
+    """The catalog row for a device name, checked against the memory the driver reports.
+
+    Some names are shared (every Jetson Orin reports "Orin"): among the rows the name could
+    mean, keep those whose memory is within 35% of the detected amount (drivers report a
+    little less than the marketed GB, or GiB for GB); match only if one remains."""
+    spec = find(name)
+    if memory_bytes is None:
+        return spec
+    detected_gb = memory_bytes / 1e9
+
+    def fits(row: HardwareSpec) -> bool:
+        return row.memory_gb is None or abs(row.memory_gb - detected_gb) <= 0.35 * row.memory_gb
+
+    if spec is not None and fits(spec):
+        return spec
+    fitting = [row for row in candidates(name) if fits(row)]
+    return fitting[0] if len(fitting) == 1 else None
+
+
 def _accelerator_spec(info: dict[str, Any], cpu: CpuInfo
                       ) -> tuple[HardwareSpec, str | None, str]:
     memory_bytes = info.get("memory_bytes") or (cpu.memory_bytes if info["backend"] == "mps"
                                                 else None)
-    matched = find(info["name"])
+    # Apple catalog rows give the maximum configurable unified memory: do not check it.
+    matched = _match_by_memory(info["name"], None if info["backend"] == "mps" else memory_bytes)
     seen = f"Detected {info['name']!r} via {info['backend']}."
     if matched is not None:
         spec = dataclasses.replace(matched, notes=f"{seen} {matched.notes}".strip())

@@ -22,7 +22,7 @@ from .spec_table import as_table, catalog, row_to_spec, shipped_csv_path
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["find", "get", "normalize_tokens", "resolve"]
+__all__ = ["candidates", "find", "get", "normalize_tokens", "resolve"]
 
 #: Words that carry no identity (vendor and marketing words, punctuation left-overs).
 _NOISE = frozenset({
@@ -145,6 +145,20 @@ def find(name: str, *, catalog: pd.DataFrame | str | os.PathLike | None = None
     table, index = _table_and_index(catalog)
     pos, _ = _locate(name, index)
     return None if pos is None else row_to_spec(table.iloc[pos])
+
+
+def candidates(name: str, *, catalog: pd.DataFrame | str | os.PathLike | None = None
+               ) -> list[HardwareSpec]:
+    """Every row ``name`` could mean: exact name/alias hits plus rows containing all its tokens.
+
+    >>> [s.name for s in candidates("Orin Nano")]
+    ['NVIDIA Jetson Orin Nano 8GB', 'NVIDIA Jetson Orin Nano Super 8GB']
+    """
+    if not isinstance(name, str) or not name.strip():
+        return []
+    table, index = _table_and_index(catalog)
+    positions = sorted(index.exact(name) | index.subset(name))
+    return [row_to_spec(table.iloc[p]) for p in positions]
 
 
 def get(name: str, *, catalog: pd.DataFrame | str | os.PathLike | None = None) -> HardwareSpec:

@@ -157,3 +157,36 @@ def test_importing_the_package_does_not_import_torch_or_pandas():
             "assert 'pandas' not in sys.modules, 'pandas'; "
             "hw.get('H100'); assert 'torch' not in sys.modules, 'torch after get'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("memory_bytes", "expected"),
+    [
+        (62_800_000_000, "NVIDIA Jetson AGX Orin 64GB"),  # what an AGX Orin 64GB reports
+        (7_600_000_000, "Orin"),  # an Orin Nano: not the AGX; Nano vs Nano Super undecidable
+    ],
+)
+def test_a_shared_device_name_is_checked_against_the_reported_memory(
+        monkeypatch, memory_bytes, expected):
+    # Every Jetson Orin module reports the CUDA name "Orin"; memory tells them apart.
+    _fake_cuda(monkeypatch, "Orin", memory_bytes, 16, cc=(8, 7))
+    spec = detect()
+    assert spec.name == expected
+    if expected == "Orin":
+        assert spec.memory_gb == pytest.approx(7.6) and "Not in the catalog" in spec.notes
+
+
+def test_a_reported_memory_far_from_the_catalog_row_is_not_matched(monkeypatch):
+    _fake_cuda(monkeypatch, "NVIDIA H100 80GB HBM3", 16 * 10**9, 132)
+    assert detect().name == "NVIDIA H100 80GB HBM3"  # 16 GB is no H100 SXM (80 GB)
+
+
+def test_apple_silicon_matches_whatever_memory_it_was_bought_with(monkeypatch):
+    # Catalog rows list the maximum unified memory (M3 Max: 128 GB); a 36 GB machine is still
+    # an M3 Max.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(detection, "_sysctl", lambda key: "Apple M3 Max")
+    _fake_cpu(monkeypatch, model="Apple M3 Max", memory_bytes=36 * 10**9)
+    device = probe()
+    assert device.backend == "mps" and device.catalog_name == "Apple M3 Max (40-core GPU)"
