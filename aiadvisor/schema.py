@@ -301,7 +301,7 @@ class ModelProfile:
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> "ModelProfile":
+    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> ModelProfile:
         """The same model at another batch size and/or sequence length (no re-trace)."""
         from .profiler.scaling import rescale
 

@@ -11,14 +11,13 @@ device is tried, then a real batch of one; ``profile.path`` says which ran.
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
 from ..schema import ModelProfile
 from ..units import MODES, OPTIMIZERS, PRECISIONS
 from . import assemble
-from .scaling import fit, grid
+from .scaling import evaluate, fit, grid
 
 __all__ = ["profile"]
 
@@ -87,32 +86,36 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     spec = inputs_mod.normalize(example_inputs)
     plan = find_repeated_blocks(model) if repeated_blocks else None
     with _preserve_rng():
-        result, path, plan, notes = _first_trace(model, spec, mode=mode, precision=precision,
-                                                 plan=plan)
-        static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
-                         precision=precision, model_name=model_name, notes=notes)
-        base = (spec.batch_size, spec.seq_len)
-        samples = {base: _dynamic(result, plan, static)}
-        fitted = None
-        if scaling and path != "real":
-            fitted = _scaling_fit(model, spec, samples, static, plan, path=path, mode=mode,
-                                  precision=precision)
-        elif path == "real":
-            samples = _real_batch_samples(samples[base], spec, static)
-            pts = [(1, None), (2, None)]
-            fitted = fit(pts, [samples[p] for p in pts], batch_size=1, seq_len=None)
-            samples = {base: assemble_scaled(fitted, spec.batch_size)}
-    dyn = samples[base]
+        prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer, precision=precision,
+                        model_name=model_name, scaling=scaling)
+        if measure:
+            from .measure import measure_step
+
+            prof = measure_step(model, spec, prof, mode=mode, optimizer=optimizer,
+                                precision=precision, num_steps=measure_steps)
+    return prof
+
+
+def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scaling):
+    import dataclasses
+
+    result, path, plan, notes = _first_trace(model, spec, mode=mode, precision=precision,
+                                             plan=plan)
+    static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
+                     precision=precision, model_name=model_name, notes=notes)
+    base = (spec.batch_size, spec.seq_len)
+    dyn = _dynamic(result, plan, static)
+    fitted = None
+    if path == "real":
+        samples = _real_batch_samples(dyn, spec, static)
+        fitted = fit(list(samples), list(samples.values()), batch_size=1, seq_len=None)
+        dyn = evaluate(fitted, spec.batch_size, None)
+    elif scaling:
+        fitted = _scaling_fit(model, spec, {base: dyn}, static, plan, path=path, mode=mode,
+                              precision=precision)
     prof = assemble.build_profile(static, dyn, batch_size=spec.batch_size, seq_len=spec.seq_len)
     if fitted is not None:
-        import dataclasses
-
         prof = dataclasses.replace(prof, scaling={"fit": fitted, "static": static})
-    if measure:
-        from .measure import measure_step
-
-        prof = measure_step(model, spec, prof, mode=mode, optimizer=optimizer,
-                            precision=precision, num_steps=measure_steps)
     return prof
 
 
@@ -275,7 +278,7 @@ def _module_info(model, plan, starred) -> list[dict[str, Any]]:
     for name, module in model.named_modules():
         if plan is not None and name.startswith(block_prefix) and name != plan.path:
             rest = name[len(block_prefix):]
-            if not rest.split(".")[0] == "0":
+            if rest.split(".")[0] != "0":
                 continue
         shown = starred(name, plan) if is_block_module(name, plan) else name
         own = list(module.parameters(recurse=False))
@@ -320,9 +323,6 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
     extra_blocks = (n - 1) * result.block_activation_bytes
-    extra_weights = static["traced_weights_bytes_full"] if "traced_weights_bytes_full" in static \
-        else 0
-    del extra_weights
     # Weights not in the trace (the other n-1 blocks) and, in inference, the change of storage
     # format are static; their gradients are the traced gradients scaled the same way.
     weight_delta = static["weights_bytes"] - result.weights_bytes
@@ -341,7 +341,6 @@ def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
     from .trace import run_trace
 
     points = grid(spec.batch_size, spec.seq_len)
-    base = (spec.batch_size, spec.seq_len)
     try:
         for b, s in points:
             if (b, s) in samples:
@@ -354,7 +353,6 @@ def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
             f"prof.at() unavailable: tracing at another size failed ({type(exc).__name__}: "
             f"{_first_line(exc)})")
         return None
-    del base
     return fit(points, [samples[p] for p in points], batch_size=spec.batch_size,
                seq_len=spec.seq_len)
 
@@ -379,13 +377,3 @@ def _real_batch_samples(dyn1: dict[str, float], spec, static) -> dict:
         return out
 
     return {(1, None): scaled(1), (2, None): scaled(2)}
-
-
-def assemble_scaled(fitted, batch_size: int) -> dict[str, float]:
-    from .scaling import evaluate
-
-    return evaluate(fitted, batch_size, None)
-
-
-def _now() -> float:
-    return time.perf_counter()

@@ -107,8 +107,17 @@ def mkldnn_rnn_layer_flops(args, out) -> int:
 
 
 def mkldnn_rnn_layer_backward_flops(args, out) -> int:
-    # Backward of a GEMM layer costs two GEMMs of the forward's size (input and weight grads).
-    return 2 * mkldnn_rnn_layer_flops(args, out)
+    """``aten.mkldnn_rnn_layer_backward(input, w1, w2, w3, w4, hx, cx, output, hy, cy,
+    grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train,
+    bidirectional, batch_sizes, batch_first, workspace)``. Backward of a GEMM costs two GEMMs of
+    the forward's size (input gradients and weight gradients)."""
+    inp, w_ih = args[0], args[1]
+    mode, hidden_size, batch_first = int(args[14]), int(args[15]), bool(args[21])
+    num_gates = {0: 1, 1: 1, 2: 4, 3: 3}.get(mode, 4)
+    seq_len, batch = (inp.shape[1], inp.shape[0]) if batch_first else (inp.shape[0], inp.shape[1])
+    return 2 * rnn_layer_flops(seq_len=int(seq_len), batch=int(batch),
+                               input_size=int(w_ih.shape[1]), hidden_size=hidden_size,
+                               num_gates=num_gates)
 
 
 def cudnn_rnn_flops(args, out) -> int:
@@ -151,3 +160,20 @@ EXTRA_FLOPS = {
     aten.mkldnn_rnn_layer_backward: mkldnn_rnn_layer_backward_flops,
     aten._cudnn_rnn: cudnn_rnn_flops,
 }
+
+
+def mkldnn_lstm_workspace(args) -> tuple[int, int] | None:
+    """oneDNN's LSTM workspace (output 3 of ``mkldnn_rnn_layer``), which the fake kernel reports
+    as empty. Measured on PyTorch 2.13 CPU (T steps, B batch, H hidden; sizes 64x16x128,
+    32x16x128, 64x8x128, 64x16x64): ``4 * (T*B*(15H + 16) + 10*B*H)`` bytes, independent of
+    the input size; kept for backward only when training (``train`` argument)."""
+    inp, mode, hidden, batch_first, train = args[0], int(args[9]), int(args[10]), bool(args[14]), \
+        bool(args[15])
+    if not train or mode != 2:
+        return None
+    seq_len, batch = (inp.shape[1], inp.shape[0]) if batch_first else (inp.shape[0], inp.shape[1])
+    t, b = int(seq_len), int(batch)
+    return 3, 4 * (t * b * (15 * hidden + 16) + 10 * b * hidden)
+
+
+HIDDEN_BYTES = {aten.mkldnn_rnn_layer: mkldnn_lstm_workspace}

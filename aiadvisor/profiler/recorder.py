@@ -11,11 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from .opinfo import EXTRA_FLOPS, METADATA_OPS, VIEW_PACKETS, op_class
+from .opinfo import EXTRA_FLOPS, HIDDEN_BYTES, METADATA_OPS, VIEW_PACKETS, op_class
 
 
 @dataclass
@@ -58,19 +59,134 @@ def _storage_nbytes(t: torch.Tensor) -> int:
         return t.numel() * t.element_size()
 
 
+_META_KEY = "aiadvisor.module"
+
+
+# Ops whose decomposition was found to contain no FLOP-counted op: not decomposed again.
+_DECOMP_HAS_FLOPS: dict = {}
+
+
+class _FlopsOnly(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        packet = func._overloadpacket
+        if packet not in flop_registry and func not in METADATA_OPS:
+            with self:
+                r = func.decompose(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
+        out = func(*args, **kwargs)
+        if packet in flop_registry:
+            self.flops += flop_registry[packet](*args, **kwargs, out_val=out)
+        return out
+
+
+def _decomposed_flops(func, args, kwargs) -> int | None:
+    """FLOPs inside a composite op, counted through its decomposition (as FlopCounterMode does)
+    in a side run; the op itself then runs as one kernel, so its memory is that of the real
+    kernel, not of the decomposition's temporaries."""
+    counter = _FlopsOnly()
+    with counter:
+        r = func.decompose(*args, **kwargs)
+    if r is NotImplemented:
+        _DECOMP_HAS_FLOPS[func] = False
+        return None
+    if func not in _DECOMP_HAS_FLOPS:
+        _DECOMP_HAS_FLOPS[func] = counter.flops > 0
+    return counter.flops
+
+
+class _StampNodes(TorchFunctionMode):
+    """Above autograd: after each torch call, stamp the owning module on the autograd nodes it
+    created (the output's ``grad_fn`` and any unstamped nodes behind it, e.g. inside composite
+    functions), so backward ops can be attributed without tensor hooks."""
+
+    def __init__(self, stack: ModuleStack) -> None:
+        super().__init__()
+        self.stack = stack
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        module = self.stack.stack[-1]
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                _stamp(t.grad_fn, module)
+        return out
+
+
+def _stamp(node, module: str) -> None:
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n is None or _META_KEY in n.metadata:
+            continue
+        n.metadata[_META_KEY] = module
+        todo.extend(nxt for nxt, _ in n.next_functions)
+
+
+class ModuleStack:
+    """Which module is running. Forward: global module hooks (the user's modules keep their own
+    hook dicts untouched). Backward: the module is stamped on each autograd node's ``metadata``
+    during forward (:class:`_StampNodes`) and read back from the node being executed, so no
+    tensor hooks are added (they would hold gradients and distort the memory timeline)."""
+
+    def __init__(self, root: torch.nn.Module) -> None:
+        self.names = {id(m): name for name, m in root.named_modules(remove_duplicate=False)}
+        self.stack: list[str] = [""]
+        self.post_forward = None
+        self._handles: list = []
+
+    def __enter__(self) -> ModuleStack:
+        from torch.nn.modules import module as module_mod
+
+        def pre(mod, _args):
+            self.stack.append(self.names.get(id(mod), self.stack[-1]))
+
+        def post(mod, args, output):
+            if len(self.stack) > 1:
+                self.stack.pop()
+            if self.post_forward is not None:
+                self.post_forward(mod, args, output)
+
+        self._handles = [module_mod.register_module_forward_pre_hook(pre),
+                         module_mod.register_module_forward_hook(post, always_call=True)]
+        self._stamper = _StampNodes(self)
+        self._stamper.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stamper.__exit__(*exc)
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self.stack = [""]
+
+    def current(self, phase: str) -> str:
+        if phase == "forward":
+            return self.stack[-1]
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return ""
+        return node.metadata.get(_META_KEY, "")
+
+
 class Recorder(TorchDispatchMode):
     """Record FLOPs, bytes, module and phase of every aten op, and the memory high-water mark.
 
     ``phase`` is set by the caller ("forward" / "backward"); the owning module comes from a
-    ``ModTracker`` (PyTorch's module-hierarchy tracker, as used by ``FlopCounterMode``).
+    :class:`ModuleStack`.
     """
 
-    def __init__(self, mod_tracker, root_name: str) -> None:
+    def __init__(self, modules: ModuleStack) -> None:
         super().__init__()
-        self.mod_tracker = mod_tracker
-        self.root_prefix = root_name + "."
-        self.root_name = root_name
+        self.modules = modules
         self.phase = "forward"
+        self.fake_kernels = False
+        """True on fake/meta tensors, whose kernels do not size hidden workspaces."""
         self.aggs: dict[tuple[str, str, str], Agg] = {}
         self.memory = MemoryState()
         # storage id -> (category, nbytes, module, phase); kept while the storage lives.
@@ -78,13 +194,15 @@ class Recorder(TorchDispatchMode):
         self._refs: dict[int, weakref.finalize] = {}
 
     # -- tensor lifetimes ------------------------------------------------------------------
-    def track(self, t: torch.Tensor, category: str, module: str = "") -> None:
+    def track(self, t: torch.Tensor, category: str, module: str = "",
+              nbytes: int | None = None) -> None:
         """Start following the storage of ``t`` (no-op if already followed)."""
         st = t.untyped_storage()
         key = id(st)
         if key in self.storages:
             return
-        nbytes = _storage_nbytes(t)
+        if nbytes is None:
+            nbytes = _storage_nbytes(t)
         self.storages[key] = (category, nbytes, module, self.phase)
         self.memory.add(category, nbytes)
         self._refs[key] = weakref.finalize(st, self._free, key)
@@ -111,35 +229,23 @@ class Recorder(TorchDispatchMode):
         self._refs.clear()
 
     # -- dispatch --------------------------------------------------------------------------
-    def current_module(self) -> str:
-        parents = self.mod_tracker.parents
-        best = ""
-        for name in parents:
-            if len(name) > len(best) and (name == self.root_name or name.startswith(self.root_prefix)):
-                best = name
-        if best.startswith(self.root_prefix):
-            return best[len(self.root_prefix):]
-        return ""
-
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in METADATA_OPS:
             return func(*args, **kwargs)
         packet = func._overloadpacket
-        if packet not in flop_registry and packet not in EXTRA_FLOPS and packet not in VIEW_PACKETS:
-            # Count composite ops through their decomposition, as FlopCounterMode does.
-            with self:
-                r = func.decompose(*args, **kwargs)
-            if r is not NotImplemented:
-                return r
+        inner_flops = None
+        if (packet not in flop_registry and packet not in EXTRA_FLOPS
+                and packet not in VIEW_PACKETS and _DECOMP_HAS_FLOPS.get(func, True)):
+            inner_flops = _decomposed_flops(func, args, kwargs)
         out = func(*args, **kwargs)
-        self._record(func, packet, args, kwargs, out)
+        self._record(func, packet, args, kwargs, out, inner_flops)
         return out
 
-    def _record(self, func, packet, args, kwargs, out) -> None:
+    def _record(self, func, packet, args, kwargs, out, inner_flops=None) -> None:
         flat_out, _ = tree_flatten(out)
         out_tensors = [t for t in flat_out if isinstance(t, torch.Tensor)]
-        module = self.current_module()
+        module = self.modules.current(self.phase)
         if packet in VIEW_PACKETS:
             return
         flat_in, _ = tree_flatten((args, kwargs))
@@ -150,6 +256,8 @@ class Recorder(TorchDispatchMode):
             flops = flop_registry[packet](*args, **kwargs, out_val=out)
         elif packet in EXTRA_FLOPS:
             flops = EXTRA_FLOPS[packet](args, out)
+        elif inner_flops is not None:
+            flops = inner_flops
         else:
             flops = 0
         dtype = str(out_tensors[0].dtype).removeprefix("torch.") if out_tensors else "none"
@@ -162,5 +270,10 @@ class Recorder(TorchDispatchMode):
         agg.bytes_read += bytes_read
         agg.bytes_written += bytes_written
         category = "fwd" if self.phase == "forward" else "bwd"
-        for t in out_tensors:
-            self.track(t, category, module)
+        hidden = HIDDEN_BYTES.get(packet)
+        extra = hidden(args) if hidden is not None and self.fake_kernels else None
+        for i, t in enumerate(out_tensors):
+            if extra is not None and i == extra[0]:
+                self.track(t, category, module, nbytes=extra[1])
+            else:
+                self.track(t, category, module)

@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from torch.distributed._tools.mod_tracker import ModTracker
 from torch.func import functional_call
 from torch.utils._pytree import tree_flatten
 
 from . import inputs as inputs_mod
 from .blocks import BlockPlan, is_block_module, truncated_copy
-from .recorder import Agg, Recorder
+from .recorder import Agg, ModuleStack, Recorder
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16,
                    "int8": torch.bfloat16, "int4": torch.bfloat16, "nf4": torch.bfloat16}
@@ -115,9 +114,9 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     autocast = contextlib.nullcontext()
     if autocast_dtype is not None and path != "meta" and device.type in ("cpu", "cuda", "xpu", "mps"):
         autocast = torch.autocast(device_type=device.type, dtype=autocast_dtype)
-    tracker = ModTracker()
-    root_name = type(root).__name__
-    recorder = Recorder(tracker, root_name)
+    tracker = ModuleStack(root)
+    recorder = Recorder(tracker)
+    recorder.fake_kernels = path != "real"
     block = _first_block(root, plan)
     block_out: list[int] = []
 
@@ -126,7 +125,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
             block_out.append(sum(t.numel() * t.element_size() for t in tree_flatten(output)[0]
                                  if isinstance(t, torch.Tensor)))
 
-    tracker.register_user_hooks(post_fw_hook=post_fw)
+    tracker.post_forward = post_fw
     with _modes(model, train), fake_mode:
         root.train(train)
         mapping, trainable, tensors = _stand_ins(root, path=path, device=device, train=train)
@@ -222,3 +221,15 @@ def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device):
         return x
 
     return tree_map(one, (spec.args, spec.kwargs))
+
+
+def _real_inputs_full(spec: inputs_mod.InputSpec, device: torch.device):
+    """Copies of the user's inputs, whole batch, on ``device``."""
+    from torch.utils._pytree import tree_map
+
+    def copy(x):
+        if isinstance(x, torch.Tensor):
+            return x.detach().clone().to(device)
+        return x
+
+    return tree_map(copy, (spec.args, spec.kwargs))
