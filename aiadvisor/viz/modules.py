@@ -57,7 +57,7 @@ def _row(node: _Node, values: dict[str, float], *, own_only: bool = False) -> di
     r = node.record
     label = node.name or "(model)"
     if own_only:
-        label += " (own ops)"
+        label = f"{node.name} (own ops)" if node.name else "(model's own ops)"
     return {"module": label, "type": r.type if r else "", "repeat": r.repeat if r else 1,
             **values}
 

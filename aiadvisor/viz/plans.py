@@ -52,7 +52,8 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
     data = frame[ok]
     data = data[(data[cost] > 0) & (data[speed] > 0)]
     front = pareto_front(data, cost=cost, speed=speed)
-    records = [{"name": str(row[name]), "colour": str(row.get(colour, "")),
+    records = [{"name": str(row[name]), "short": _short_name(str(row[name]), row.get(colour)),
+                "colour": str(row.get(colour, "")),
                 "cost": float(row[cost]), "speed": float(row[speed]), "pareto": bool(on),
                 "fit_text": _fit_text(row.get(fits) if fits else True)}
                for (_, row), on in zip(data.iterrows(), front)]
@@ -72,13 +73,21 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
                     alt.Tooltip("cost:Q", title=cost_title, format=",.3g"),
                     alt.Tooltip("pareto:N", title="on the front")]})
     labels = chart("text", on_front, align="left", dx=6, dy=-6, fontSize=10,
-                   encoding={"x": x, "y": y, "text": alt.Text("name:N")})
+                   encoding={"x": x, "y": y, "text": alt.Text("short:N")})
     subtitle = ["estimated; dashed line: the Pareto front (nothing is both cheaper and faster)"]
     missing = len(frame) - len(records)
     if missing:
         subtitle.append(f"{missing} device(s) without a price or a prediction are not shown")
     layered = alt.LayerChart(layer=[line, points, labels], width=520, height=320)
     return finish(layered, title="Speed against cost", subtitle=subtitle)
+
+
+def _short_name(name: str, vendor: object) -> str:
+    """Label text without the vendor's prefix ("NVIDIA H100 SXM" -> "H100 SXM")."""
+    for prefix in (f"{vendor} Instinct ", f"{vendor} GeForce ", f"{vendor} ", "Google "):
+        if isinstance(vendor, str) and name.startswith(prefix):
+            return name[len(prefix):]
+    return name
 
 
 def _fit_text(value: object) -> str:

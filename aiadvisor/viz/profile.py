@@ -19,7 +19,12 @@ _MEMORY_PARTS = (("weights_bytes", "weights"), ("grads_bytes", "gradients"),
 
 
 def _labels(frame: pd.DataFrame) -> list[str]:
-    return [f"{m} ×{r}" if r > 1 else m for m, r in zip(frame["module"], frame["repeat"])]
+    """``name (Type)``, with ``×N`` for rows that stand for N repeated blocks."""
+    out = []
+    for module, kind, repeat in zip(frame["module"], frame["type"], frame["repeat"]):
+        label = f"{module} ({kind})" if kind and not module.endswith("(own ops)") else module
+        out.append(f"{label} ×{repeat}" if repeat > 1 else label)
+    return out
 
 
 def _long(labels: list[str], frame: pd.DataFrame, parts: dict[str, str], divisor: float,
@@ -55,13 +60,17 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
     left = chart("bar", flops, width=260, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=f"{flop_name} per step", stack="zero"),
         "y": alt.Y("label:N", sort=labels, title=None),
-        "color": alt.Color("part:N", title="FLOPs", scale=alt.Scale(range=list(PALETTE[:2]))),
+        "color": alt.Color("part:N", title="FLOPs", sort=["forward", "backward"],
+                           scale=alt.Scale(domain=["forward", "backward"],
+                                           range=list(PALETTE[:2]))),
         "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
                     alt.Tooltip("text:N", title="FLOPs")]})
     right = chart("bar", memory, width=200, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=byte_name, stack="zero"),
         "y": alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
-        "color": alt.Color("part:N", title="Memory", scale=alt.Scale(range=list(PALETTE[2:4]))),
+        "color": alt.Color("part:N", title="Memory",
+                           scale=alt.Scale(domain=["weights", "saved activations"],
+                                           range=list(PALETTE[2:4]))),
         "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="kind"),
                     alt.Tooltip("text:N", title="bytes")]})
     both = alt.HConcatChart(hconcat=[left, right],
@@ -76,7 +85,11 @@ def memory_chart(profile: ModelProfile, *, device_memory_bytes: int | None = Non
     """One stacked bar of what the step holds at its peak, against the device's memory."""
     parts = [(name, getattr(profile.memory, attr)) for attr, name in _MEMORY_PARTS]
     parts = [(name, value) for name, value in parts if value > 0]
-    divisor, unit = byte_unit(max(profile.memory.peak_bytes, device_memory_bytes or 0, 1))
+    peak = profile.memory.peak_bytes
+    share = peak / device_memory_bytes if device_memory_bytes else None
+    # A step that uses a sliver of the device would be an invisible bar next to its limit.
+    show_limit = share is not None and share >= 0.05
+    divisor, unit = byte_unit(max(peak, device_memory_bytes if show_limit else 0, 1))
     records = [{"part": name, "value": value / divisor, "text": fmt_bytes(value), "order": i,
                 "row": "this step"} for i, (name, value) in enumerate(parts)]
     bar = chart("bar", records, width=460, height=50, size=26, encoding={
@@ -87,14 +100,15 @@ def memory_chart(profile: ModelProfile, *, device_memory_bytes: int | None = Non
         "order": alt.Order("order:Q"),
         "tooltip": [alt.Tooltip("part:N", title="held"), alt.Tooltip("text:N", title="bytes")]})
     layers = [bar]
-    if device_memory_bytes:
+    subtitle = f"peak {fmt_bytes(peak)} (traced, batch {profile.batch_size})"
+    if show_limit:
         limit = [{"value": device_memory_bytes / divisor,
                   "label": f"{device_name} {fmt_bytes(device_memory_bytes)}"}]
-        layers.append(chart("rule", limit, color=PALETTE[2], strokeDash=[4, 3], size=2, encoding={
+        layers.append(chart("rule", limit, color="#888888", strokeDash=[4, 3], size=2, encoding={
             "x": alt.X("value:Q"), "tooltip": [alt.Tooltip("label:N", title="device memory")]}))
-    subtitle = f"peak {fmt_bytes(profile.memory.peak_bytes)} (traced, batch {profile.batch_size})"
-    if device_memory_bytes:
-        subtitle += f"; dashed: {device_name} memory"
+        subtitle += f"; dashed: the {fmt_bytes(device_memory_bytes)} of {device_name}"
+    elif share is not None:
+        subtitle += f", {share:.2%} of the {fmt_bytes(device_memory_bytes)} of {device_name}"
     return finish(alt.LayerChart(layer=layers), title="Memory at the peak of one step",
                   subtitle=subtitle)
 

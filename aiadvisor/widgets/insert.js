@@ -94,8 +94,12 @@ function render({ model, el }) {
     model.set("num_clicks", model.get("num_clicks") + 1);
     model.save_changes();
   });
+  const newCode = () => {
+    note.textContent = "";  // a new snippet: the last click's outcome no longer applies
+    sync();
+  };
   model.on("change:label", sync);
-  model.on("change:code", sync);
+  model.on("change:code", newCode);
   model.on("change:show_code", sync);
   sync();
   bar.append(btn, note);
@@ -103,7 +107,7 @@ function render({ model, el }) {
   el.appendChild(root);
   return () => {
     model.off("change:label", sync);
-    model.off("change:code", sync);
+    model.off("change:code", newCode);
     model.off("change:show_code", sync);
   };
 }

@@ -1,0 +1,224 @@
+"""The ``%advise`` dashboard: option sliders over five tabs, recomputed from the captured profile.
+
+A change of batch size, sequence length, device count, precision or target device calls
+``Report.with_options`` (no re-trace) and redraws the *visible* tab; the others redraw when they
+are opened. Errors in these callbacks are shown in the dashboard's ``Output`` instead of being
+lost, as ipywidgets would otherwise do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+
+from ..errors import AIAdvisorError
+from ..units import PRECISIONS, fmt_seconds
+from .charts import quick_charts
+from .html import ESTIMATED
+from .views import VIEWS
+
+__all__ = ["Dashboard"]
+
+CSS = Path(__file__).with_name("dashboard.css")
+TAB_TITLES = tuple(view.title for view in VIEWS)
+DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def option(report: Any, name: str, default: Any = None) -> Any:
+    """One of the options a report was computed with (``report.options`` is a mapping or an
+    object with attributes)."""
+    options = getattr(report, "options", None)
+    if isinstance(options, dict):
+        value = options.get(name, default)
+    else:
+        value = getattr(options, name, default)
+    return default if value is None else value
+
+
+def _powers_of_two(value: int, *, low: int, high: int) -> list[int]:
+    """Powers of two from ``low`` to ``high`` (grown to 8 x value), plus ``value`` itself."""
+    top = max(high, 8 * value)
+    out, n = {value}, low
+    while n <= top:
+        out.add(n)
+        n *= 2
+    return sorted(out)
+
+
+class Dashboard(W.VBox):
+    """Tabs Profile, Hardware, Precision, Parallelism and Recommendations for one report.
+
+    Parameters
+    ----------
+    report : aiadvisor.Report
+        What ``aiadvisor.advise`` returned.
+    cell_id : str
+        Id of the notebook cell that ran ``%advise``: "Insert below" puts code under it.
+    """
+
+    def __init__(self, report: Any, *, cell_id: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_class("aiadvisor-dashboard")
+        self._report = report
+        self.cell_id = cell_id
+        self._syncing = False
+        self.errors = W.Output(layout=W.Layout(max_height="240px", overflow="auto"))
+        self.header = W.HTML()
+        self._make_controls(report)
+        self.views = [view(self) for view in VIEWS]
+        self._stale = set(range(len(self.views)))
+        self.tabs = W.Tab(children=[v.box for v in self.views], titles=TAB_TITLES)
+        self.tabs.observe(self._on_tab, names="selected_index")
+        controls = W.HBox([self.batch, self.seq, self.devices, self.precision, self.hardware],
+                          layout=W.Layout(flex_flow="row wrap", gap="4px 16px"))
+        style = W.HTML(f"<style>{CSS.read_text()}</style>",
+                       layout=W.Layout(display="none"))
+        self.children = [style, self.header, controls, self.errors, self.tabs]
+        self._refresh()
+
+    # --- public state ---------------------------------------------------------------
+    @property
+    def report(self) -> Any:
+        """The report for the current slider settings."""
+        return self._report
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, tuple):
+            data, meta = bundle
+            return {**data, "text/plain": str(self._report)}, meta
+        if isinstance(bundle, dict):
+            return {**bundle, "text/plain": str(self._report)}
+        return bundle
+
+    # --- controls -------------------------------------------------------------------
+    def _make_controls(self, report: Any) -> None:
+        profile = report.profile
+        style = {"description_width": "initial"}
+        batch = int(option(report, "batch_size", profile.batch_size))
+        self.batch = W.SelectionSlider(options=_powers_of_two(batch, low=1, high=1024),
+                                       value=batch, description="batch size",
+                                       continuous_update=False, style=style)
+        seq = option(report, "seq_len", profile.seq_len)
+        seq_options = _powers_of_two(int(seq), low=16, high=8192) if seq else ["n/a"]
+        self.seq = W.SelectionSlider(options=seq_options, value=seq or "n/a",
+                                     description="sequence length", continuous_update=False,
+                                     disabled=not seq, style=style,
+                                     layout=W.Layout(display=None if seq else "none"))
+        devices = int(option(report, "num_devices", 1))
+        counts = sorted({*DEVICE_COUNTS, devices})
+        self.devices = W.SelectionSlider(options=counts, value=devices, description="devices",
+                                         continuous_update=False, style=style)
+        self.precision = W.Dropdown(options=PRECISIONS,
+                                    value=option(report, "precision", profile.precision),
+                                    description="precision", style=style,
+                                    layout=W.Layout(width="180px"))
+        names = self._hardware_names(report)
+        self.hardware = W.Dropdown(options=names, value=option(report, "hardware", names[0]),
+                                   description="target", style=style,
+                                   layout=W.Layout(width="320px"))
+        for name, control in self._controls().items():
+            control.observe(self._on_option, names="value")
+            control.option_name = name
+
+    def _controls(self) -> dict[str, W.Widget]:
+        return {"batch_size": self.batch, "seq_len": self.seq, "num_devices": self.devices,
+                "precision": self.precision, "hardware": self.hardware}
+
+    @staticmethod
+    def _hardware_names(report: Any) -> list[str]:
+        names = [str(n) for n in report.hardware["name"]]
+        current = option(report, "hardware")
+        if current and current not in names:
+            names.insert(0, str(current))
+        return names
+
+    def _sync_controls(self) -> None:
+        """Show the current report's options (after a change, or after a failed one)."""
+        self._syncing = True
+        try:
+            for name, control in self._controls().items():
+                value = option(self._report, name)
+                if value is None or control.disabled:
+                    continue
+                if value not in control.options:
+                    control.options = sorted({*control.options, value}, key=str)
+                control.value = value
+        finally:
+            self._syncing = False
+
+    # --- callbacks ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors_shown(self) -> Iterator[None]:
+        """Send a callback's error to the dashboard's Output (ipywidgets would drop it)."""
+        try:
+            yield
+        except AIAdvisorError as exc:
+            self.errors.append_stderr(f"{exc}\n")
+            self._sync_controls()
+        except Exception:  # noqa: BLE001 - anything else is a bug: show it whole
+            self.errors.append_stderr(traceback.format_exc())
+            self._sync_controls()
+
+    def _on_option(self, change: dict) -> None:
+        if self._syncing:
+            return
+        with self._errors_shown():
+            self.errors.outputs = ()  # (clear_output() would print escape codes without a kernel)
+            name = change["owner"].option_name
+            self._report = self._report.with_options(**{name: change["new"]})
+            self._refresh()
+
+    def _on_tab(self, change: dict) -> None:
+        with self._errors_shown():
+            self._render(change["new"])
+
+    # --- drawing --------------------------------------------------------------------
+    def _refresh(self) -> None:
+        self._sync_controls()
+        self.header.value = headline_html(self._report)
+        self._stale = set(range(len(self.views)))
+        self._render(self.tabs.selected_index or 0)
+
+    def _render(self, index: int | None) -> None:
+        if index is None or index not in self._stale:
+            return
+        with quick_charts():
+            self.views[index].render(self._report)
+        self._stale.discard(index)
+
+    def render_all(self) -> None:
+        """Draw every tab now (tests, and exporting a notebook with the widget state)."""
+        for index in sorted(self._stale):
+            self._render(index)
+
+
+def _rate(per_s: float) -> str:
+    return f"{per_s:,.0f}" if per_s >= 100 else f"{per_s:.3g}"
+
+
+def headline_html(report: Any) -> str:
+    """Title line and the predicted step time for the current options."""
+    profile = report.profile
+    esc = html.escape
+    seq = f", sequence {profile.seq_len}" if profile.seq_len else ""
+    title = (f"<h3>aiadvisor: {esc(profile.model_type)} &middot; "
+             f"{profile.num_params:,} parameters</h3>"
+             f'<div class="aiadvisor-sub">{esc(profile.mode)}, batch {profile.batch_size}{seq}, '
+             f"traced on {esc(profile.path)} tensors</div>")
+    pred = getattr(report, "prediction", None)
+    if pred is None:
+        return f'<div class="aiadvisor-header">{title}</div>'
+    devices = f" × {pred.num_devices}" if pred.num_devices > 1 else ""
+    line = (f"<b>{fmt_seconds(pred.step_time_s)}</b> per step on {esc(pred.hardware)}{devices} "
+            f"in {esc(pred.precision)} (likely {fmt_seconds(pred.low_s)} to "
+            f"{fmt_seconds(pred.high_s)}), {_rate(pred.throughput)} samples/s, "
+            f"{esc(pred.bound)}-bound, {esc(pred.confidence)} confidence {ESTIMATED}")
+    return (f'<div class="aiadvisor-header">{title}'
+            f'<div class="aiadvisor-headline">{line}</div></div>')

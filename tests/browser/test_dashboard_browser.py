@@ -1,0 +1,114 @@
+"""``%load_ext aiadvisor`` + ``%advise model x`` in JupyterLab 4 and Notebook 7 (headless chromium),
+then a real click on the first "Insert below" button: the cell under the %advise cell must hold
+that recommendation's code. Screenshots (light and dark theme) go to artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from .harness import JupyterServer, NotebookPage, chromium_path, launch_browser, write_notebook
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
+
+SETUP = """\
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
+x = torch.randn(32, 256)
+"""
+ADVISE = "%load_ext aiadvisor\n%advise model x --hardware \"NVIDIA A100 SXM4 80GB\""
+# Kernel side, after the click: what the button reported and the code it carried.
+CHECK = """\
+import json
+_dash = get_ipython().find_magic("advise").__self__.last_view
+_button = _dash.views[-1].cards[0][1]
+print(json.dumps({"status": _button.status, "code": _button.code,
+                  "first": _dash.report.recommendations[0].code}))
+"""
+END = "# end of notebook"
+
+
+def _skip_without_browser() -> None:
+    if chromium_path() is None:
+        pytest.skip("needs Debian's chromium on PATH (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api")
+    pytest.importorskip("jupyterlab")
+
+
+@pytest.fixture(scope="module")
+def playwright():
+    _skip_without_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw
+
+
+def _open_tab(page, title: str) -> None:
+    page.locator(".aiadvisor-dashboard .lm-TabBar-tab", has_text=title).first.click()
+
+
+def _shoot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+def _run_scenario(playwright, tmp_path: Path, app: str, *, dark: bool) -> dict:
+    write_notebook(tmp_path / "advise.ipynb", [SETUP, ADVISE, CHECK, END])
+    server = JupyterServer(tmp_path, app).start()
+    context = launch_browser(playwright, tmp_path / "chromium-profile")
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(server.url("advise.ipynb"))
+        nb = NotebookPage(page)
+        nb.wait_ready()
+        nb.run(0)
+        nb.run(1)
+        page.locator(".aiadvisor-dashboard .vega-embed svg").first.wait_for(timeout=30_000)
+        _shoot(page, f"{app}_profile")
+        _open_tab(page, "Recommendations")
+        button = page.locator(".aiadvisor-insert:visible").first
+        button.wait_for(timeout=30_000)
+        shown = page.locator(".aiadvisor-code:visible").first.inner_text()
+        button.click()
+        inserted = nb.wait_source(2, shown)
+        page.locator(".jp-Cell .cm-content", has_text=shown.splitlines()[0]).first.wait_for(
+            timeout=5_000)
+        _shoot(page, f"{app}_recommendations")
+        nb.run(3)  # CHECK moved from 2 to 3 by the inserted cell
+        kernel_side = json.loads(nb.output_text(3).strip().splitlines()[-1])
+        if dark:
+            nb.set_theme("JupyterLab Dark")
+            _open_tab(page, "Profile")
+            time.sleep(0.5)
+            _shoot(page, f"{app}_profile_dark")
+            _open_tab(page, "Hardware")
+            time.sleep(0.5)
+            _shoot(page, f"{app}_hardware_dark")
+        return {"inserted": inserted, "shown": shown, "kernel": kernel_side,
+                "sources": nb.sources(), "errors": errors}
+    finally:
+        context.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_insert_below_puts_the_recommendation_under_the_advise_cell(playwright, tmp_path, app):
+    result = _run_scenario(playwright, tmp_path, app, dark=app == "lab")
+    assert result["inserted"], result["sources"]
+    # The new cell (index 2, right under %advise) holds recommendation 1's code, as the kernel
+    # knows it, and the button reported the insertion back to the kernel.
+    assert result["kernel"]["code"] == result["kernel"]["first"] == result["shown"]
+    assert result["sources"][2] == result["kernel"]["first"]
+    assert result["sources"][1] == ADVISE
+    assert result["kernel"]["status"] == "inserted"
