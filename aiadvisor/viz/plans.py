@@ -4,6 +4,7 @@ and precisions. Each takes a DataFrame and the names of the columns it plots."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -125,21 +126,39 @@ def memory_per_device_chart(frame: pd.DataFrame, *, memory: str, label: str,
 
 
 def precision_chart(frame: pd.DataFrame, *, precision: str, speedup: str,
-                    supported: str | None = None) -> alt.LayerChart:
-    """Predicted speedup of each precision over the baseline (bars; unsupported ones muted)."""
-    support = list(frame[supported]) if supported else [True] * len(frame)
-    records = [{"precision": str(p), "speedup": float(s),
-                "support": "supported" if ok else "not supported"}
-               for p, s, ok in zip(frame[precision], frame[speedup], support)
-               if s is not None and not math.isnan(s)]
+                    supported: str | None = None, low: str | None = None,
+                    high: str | None = None) -> alt.LayerChart:
+    """Predicted speedup of each precision (bars, with the likely range when ``low``/``high``
+    are given); precisions the device cannot run are muted, ones without a figure left out."""
+    def column(name: str | None, default: Any) -> list:
+        return list(frame[name]) if name else [default] * len(frame)
+
+    records = []
+    for p, s, ok, lo, hi in zip(frame[precision], frame[speedup], column(supported, True),
+                                column(low, None), column(high, None)):
+        if s is None or math.isnan(s):
+            continue
+        row = {"precision": str(p), "speedup": float(s),
+               "support": "usable" if ok else "not usable here"}
+        if lo is not None and hi is not None and not (math.isnan(lo) or math.isnan(hi)):
+            row.update(low=float(lo), high=float(hi))
+        records.append(row)
     order = [r["precision"] for r in records]
+    x = alt.X("precision:N", sort=order, title=None)
     bars = chart("bar", records, width=380, height=200, encoding={
-        "x": alt.X("precision:N", sort=order, title=None),
-        "y": alt.Y("speedup:Q", title="predicted speedup (×)"),
+        "x": x, "y": alt.Y("speedup:Q", title="predicted speedup (×)"),
         "color": alt.Color("support:N", title=None,
-                           scale=alt.Scale(domain=["supported", "not supported"],
+                           scale=alt.Scale(domain=["usable", "not usable here"],
                                            range=[PALETTE[0], "#bab0ac"])),
-        "tooltip": [alt.Tooltip("precision:N"), alt.Tooltip("speedup:Q", format=".2f")]})
-    rule = chart("rule", [{"one": 1.0}], color="#888888", encoding={"y": alt.Y("one:Q")})
-    return finish(alt.LayerChart(layer=[bars, rule]), title="Step speed by precision",
-                  subtitle="estimated, relative to the profile's precision")
+        "tooltip": [alt.Tooltip("precision:N"), alt.Tooltip("speedup:Q", format=".2f"),
+                    alt.Tooltip("low:Q", format=".2f", title="likely from"),
+                    alt.Tooltip("high:Q", format=".2f", title="likely to")]})
+    layers = [bars]
+    ranged = [r for r in records if "low" in r]
+    if ranged:
+        layers.append(chart("rule", ranged, color="#888888", strokeWidth=2, encoding={
+            "x": x, "y": alt.Y("low:Q"), "y2": alt.Y2("high")}))
+    layers.append(chart("rule", [{"one": 1.0}], color="#888888", strokeDash=[2, 2],
+                        encoding={"y": alt.Y("one:Q")}))
+    return finish(alt.LayerChart(layer=layers), title="Step speed by precision",
+                  subtitle="estimated; whiskers: the likely range")

@@ -40,7 +40,6 @@ _SUFFIX_FORMATS: tuple[tuple[str, Callable[[float], str]], ...] = (
     ("_gb", lambda v: f"{v:,.0f} GB"),
     ("_w", lambda v: f"{v:,.0f} W"),
     ("_j", lambda v: f"{v:.3g} J"),
-    ("speedup", lambda v: f"{v:.2f}×"),
 )
 
 
@@ -68,6 +67,8 @@ def format_value(column: str, value: Any) -> str:
         for suffix, fmt in _SUFFIX_FORMATS:
             if column.endswith(suffix) or (suffix == "flops" and column.startswith("flops_")):
                 return fmt(number)
+        if "speedup" in column:
+            return f"{number:.2f}×"
         return _number(number) if isinstance(value, float) else f"{int(number):,}"
     return str(value)
 

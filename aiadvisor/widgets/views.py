@@ -183,21 +183,30 @@ class HardwareView(_View):
 
 class PrecisionView(_View):
     title = "Precision"
-    COLUMNS = (("precision", "precision"), ("supported", "supported"),
-               ("speedup", "predicted speedup"), ("step_time_s", "step time"),
-               ("memory_bytes", "memory"), ("peak_bytes", "peak memory"), ("risk", "risk"),
-               ("remedy", "what handles it"))
+    COLUMNS = (("precision", "precision"), ("support", "device support"), ("usable", "usable"),
+               ("speedup_vs_fp32", "speedup vs fp32"), ("speedup_low", "likely from"),
+               ("speedup_high", "likely to"), ("step_time_s", "step time"),
+               ("memory_per_device_bytes", "memory per device"), ("fits", "fits"),
+               ("confidence", "confidence"), ("numerical_risk", "numerical risk"),
+               ("handled_by", "what handles it"), ("notes", "notes"))
 
     def render(self, report: Any) -> None:
         frame = report.precision
         parts: list[W.Widget] = []
-        speed = "speedup" if "speedup" in frame.columns else None
-        if speed:
-            supported = "supported" if "supported" in frame.columns else None
+        if {"precision", "speedup_vs_fp32"} <= set(frame.columns):
             parts.append(self.chart("precision", lambda: plan_charts.precision_chart(
-                frame, precision="precision", speedup=speed, supported=supported),
+                frame, precision="precision", speedup="speedup_vs_fp32",
+                supported="usable" if "usable" in frame.columns else None,
+                low="speedup_low" if "speedup_low" in frame.columns else None,
+                high="speedup_high" if "speedup_high" in frame.columns else None),
                 inputs=_frame_key(frame)))
-        parts.append(W.HTML(_frame_table(frame, self.COLUMNS)))
+        current = report.prediction.precision if report.prediction else None
+        table = _frame_table(frame, self.COLUMNS,
+                             highlight=lambda r: r.get("precision") == current,
+                             muted=lambda r: r.get("usable") is False)
+        parts.append(W.HTML(f'<div class="aiadvisor-scroll aiadvisor-wide">{table}</div>'
+                            '<div class="aiadvisor-muted-text">Speedups, times and memory are '
+                            "estimated; the highlighted row is the precision in use.</div>"))
         self.box.children = parts
 
 
@@ -205,24 +214,29 @@ class ParallelView(_View):
     title = "Parallelism"
     COLUMNS = (("strategy", "plan"), ("fits", "fits"),
                ("memory_per_device_bytes", "memory per device"), ("step_time_s", "step time"),
+               ("step_time_low_s", "likely from"), ("step_time_high_s", "likely to"),
                ("throughput", "samples/s"), ("communication_s", "communication"),
-               ("notes", "notes"))
+               ("global_batch_size", "global batch"), ("bound", "bound"), ("notes", "notes"))
+    MAX_BARS = 16
 
     def render(self, report: Any) -> None:
         frame = report.parallel
         spec = _target_spec(report)
         parts: list[W.Widget] = []
         if {"strategy", "memory_per_device_bytes"} <= set(frame.columns) and len(frame):
+            top = frame.head(self.MAX_BARS)
             parts.append(self.chart("memory", lambda: plan_charts.memory_per_device_chart(
-                frame, memory="memory_per_device_bytes", label="strategy",
-                fits="fits" if "fits" in frame.columns else None,
+                top, memory="memory_per_device_bytes", label="strategy",
+                fits="fits" if "fits" in top.columns else None,
                 device_memory_bytes=spec.memory_bytes if spec else None,
                 device_name=spec.name if spec else ""),
-                inputs=(_frame_key(frame), spec.name if spec else "")))
+                inputs=(_frame_key(top), spec.name if spec else "")))
         best = frame["strategy"].iloc[0] if len(frame) and "strategy" in frame.columns else None
-        parts.append(W.HTML(_frame_table(frame, self.COLUMNS,
-                                         highlight=lambda r: r.get("strategy") == best,
-                                         muted=lambda r: r.get("fits") is False)))
+        table = _frame_table(frame, self.COLUMNS, highlight=lambda r: r.get("strategy") == best,
+                             muted=lambda r: r.get("fits") is False)
+        parts.append(W.HTML(f'<div class="aiadvisor-scroll aiadvisor-wide">{table}</div>'
+                            '<div class="aiadvisor-muted-text">Best plan first (highlighted); '
+                            "memory and times are estimated.</div>"))
         self.box.children = parts
 
 

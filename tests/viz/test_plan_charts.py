@@ -69,12 +69,18 @@ def test_memory_per_device_chart_marks_plans_that_do_not_fit():
     assert bars["encoding"]["x"]["title"] == "GiB per device"
 
 
-def test_precision_chart_mutes_unsupported_precisions_and_drops_missing():
-    table = pd.DataFrame({"precision": ["fp32", "bf16", "fp8"], "speedup": [1.0, 7.5, None],
-                          "supported": [True, True, False]})
-    spec = precision_chart(table, precision="precision", speedup="speedup",
-                           supported="supported").to_dict()
-    bars, rule = spec["layer"]
-    assert [(r["precision"], r["speedup"]) for r in _values(spec, bars)] == [
-        ("fp32", 1.0), ("bf16", 7.5)]
-    assert _values(spec, rule) == [{"one": 1.0}]
+def test_precision_chart_mutes_unusable_precisions_and_draws_the_range():
+    table = pd.DataFrame({"precision": ["fp32", "bf16", "fp8", "int4"],
+                          "speedup_vs_fp32": [1.0, 7.5, float("nan"), 2.0],
+                          "speedup_low": [1.0, 6.0, float("nan"), float("nan")],
+                          "speedup_high": [1.0, 9.0, float("nan"), float("nan")],
+                          "usable": [True, True, False, False]})
+    spec = precision_chart(table, precision="precision", speedup="speedup_vs_fp32",
+                           supported="usable", low="speedup_low", high="speedup_high").to_dict()
+    bars, whiskers, one = spec["layer"]
+    # fp8 has no prediction: left out; int4 is drawn but muted.
+    assert [(r["precision"], r["speedup"], r["support"]) for r in _values(spec, bars)] == [
+        ("fp32", 1.0, "usable"), ("bf16", 7.5, "usable"), ("int4", 2.0, "not usable here")]
+    assert [(r["precision"], r["low"], r["high"]) for r in _values(spec, whiskers)] == [
+        ("fp32", 1.0, 1.0), ("bf16", 6.0, 9.0)]
+    assert _values(spec, one) == [{"one": 1.0}]
