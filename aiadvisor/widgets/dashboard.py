@@ -133,7 +133,9 @@ class Dashboard(W.VBox):
 
     @staticmethod
     def _hardware_names(report: Any) -> list[str]:
-        names = [str(n) for n in report.hardware["name"]]
+        frame = report.hardware
+        column = "hardware" if "hardware" in frame.columns else "name"
+        names = sorted({str(n) for n in frame[column]})
         current = option(report, "hardware")
         if current and current not in names:
             names.insert(0, str(current))

@@ -69,6 +69,8 @@ def format_value(column: str, value: Any) -> str:
                 return fmt(number)
         if "speedup" in column:
             return f"{number:.2f}×"
+        if "_j_" in column:
+            return f"{number:.3g} J"
         return _number(number) if isinstance(value, float) else f"{int(number):,}"
     return str(value)
 

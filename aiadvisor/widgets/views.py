@@ -122,11 +122,14 @@ def _summary_html(prof: Any) -> str:
 
 class HardwareView(_View):
     title = "Hardware"
-    COLUMNS = (("name", "device"), ("vendor", "vendor"), ("num_devices", "devices"),
-               ("fits", "fits"), ("step_time_s", "step time"), ("throughput", "samples/s"),
-               ("usd_per_hour", "$/hour"), ("usd_per_million_samples", "$ per 1M samples"),
-               ("energy_j_per_sample", "J/sample (TDP bound)"), ("bound", "bound"),
-               ("confidence", "confidence"))
+    COLUMNS = (("hardware", "device"), ("vendor", "vendor"), ("precision", "precision"),
+               ("num_devices", "devices"), ("fits", "fits"), ("plan", "plan"),
+               ("memory_per_device_bytes", "memory per device"), ("step_time_s", "step time"),
+               ("throughput", "samples/s"), ("usd_per_hour", "$/hour per device"),
+               ("cost_per_million_samples_usd", "$ per 1M samples"),
+               ("energy_per_sample_j_upper_bound", "J/sample (at most)"),
+               ("confidence", "confidence"), ("notes", "notes"))
+    COST = "cost_per_million_samples_usd"
 
     def __init__(self, dashboard: Any) -> None:
         super().__init__(dashboard)
@@ -167,17 +170,21 @@ class HardwareView(_View):
     def _draw(self, report: Any) -> None:
         frame = self._filtered(report.hardware)
         parts: list[W.Widget] = [self.filters]
-        cost = "usd_per_million_samples"
+        cost = self.COST
         if {cost, "throughput"} <= set(frame.columns) and frame[cost].notna().any():
             parts.append(self.chart("pareto", lambda: plan_charts.pareto_chart(
-                frame, cost=cost, speed="throughput", cost_title="$ per million samples (log)",
-                speed_title="samples/s (log)"), inputs=_frame_key(frame)))
+                frame, cost=cost, speed="throughput", name="hardware",
+                cost_title="$ per million samples (log)", speed_title="samples/s (log)"),
+                inputs=_frame_key(frame)))
         target = getattr(report.prediction, "hardware", None)
-        table = _frame_table(frame, self.COLUMNS, highlight=lambda r: r.get("name") == target,
+        table = _frame_table(frame, self.COLUMNS,
+                             highlight=lambda r: r.get("hardware") == target,
                              muted=lambda r: r.get("fits") is False)
-        parts.append(W.HTML(f'<div class="aiadvisor-scroll">{table}</div>'
-                            f'<div class="aiadvisor-muted-text">All speeds, costs and energies '
-                            f"are estimated; prices are list or on-demand prices.</div>"))
+        parts.append(W.HTML(f'<div class="aiadvisor-scroll aiadvisor-wide">{table}</div>'
+                            '<div class="aiadvisor-muted-text">Fastest first. Speeds, costs and '
+                            "energies are estimated: cost from the hourly price in the catalog, "
+                            "energy an upper bound from the TDP; the highlighted row is the "
+                            "target.</div>"))
         self.box.children = parts
 
 
