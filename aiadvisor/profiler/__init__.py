@@ -5,7 +5,8 @@ model profiles on a laptop. Per aten op we record FLOPs (``torch.utils.flop_coun
 plus our own for recurrent layers), bytes read and written, phase and owning module; weak
 references to storages give saved activations and the peak. Repeated identical blocks are traced
 once and multiplied. When fake tensors cannot run the model (data-dependent shapes) the meta
-device is tried, then a real batch of one; ``profile.path`` says which ran.
+device is tried, then a real batch of one sample (two where one cannot run, e.g. BatchNorm in
+training), scaled linearly; ``profile.path`` says which ran.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
     dyn = _dynamic(result, plan, static)
     fitted = None
     if path == "real":
-        samples = _real_batch_samples(dyn, spec, static)
-        fitted = fit(list(samples), list(samples.values()), batch_size=1, seq_len=None)
+        b_real = result.real_batch_size
+        samples = _real_batch_samples(dyn, b_real, static)
+        fitted = fit(list(samples), list(samples.values()), batch_size=b_real, seq_len=None)
         dyn = evaluate(fitted, spec.batch_size, None)
     elif scaling:
         fitted = _scaling_fit(model, spec, {base: dyn}, static, plan, path=path, mode=mode,
@@ -140,24 +142,29 @@ def _first_trace(model, spec, *, mode, precision, plan):
 
     errors: list[str] = []
     notes: list[str] = []
-    for path in ("fake", "meta", "real"):
-        for p in ([plan, None] if plan is not None else [None]):
-            if path == "real" and _on_meta(model):
-                continue
-            try:
-                result = run_trace(model, spec, path=path, mode=mode, precision=precision,
-                                   batch_size=spec.batch_size, seq_len=spec.seq_len, plan=p)
-            except Exception as exc:  # noqa: BLE001 - every failure is reported below
-                errors.append(f"{path}{'' if p is None else ' (one block)'}: "
-                              f"{type(exc).__name__}: {_first_line(exc)}")
-                last_exc = exc
-                continue
-            if errors:
-                notes.append("fell back to the " + path + " path after: " + " | ".join(errors))
-            if p is not None:
-                notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
-                             f"{p.path!r} and multiplied")
-            return result, path, p, notes
+    # A real batch of one sample; two where one cannot run (BatchNorm in training).
+    blocks = [plan, None] if plan is not None else [None]
+    attempts = [(path, p, spec.batch_size) for path in ("fake", "meta") for p in blocks]
+    if not _on_meta(model):
+        attempts += [("real", None, b) for b in ([1, 2] if spec.batch_size >= 2 else [1])]
+    last_exc: Exception | None = None
+    for path, p, batch in attempts:
+        try:
+            result = run_trace(model, spec, path=path, mode=mode, precision=precision,
+                               batch_size=batch, seq_len=spec.seq_len, plan=p)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported below
+            label = path + ("" if p is None else " (one block)") + (
+                f" (batch {batch})" if path == "real" else "")
+            errors.append(f"{label}: {type(exc).__name__}: {_first_line(exc)}")
+            last_exc = exc
+            continue
+        if errors:
+            notes.append("fell back to the " + path + " path after: " + " | ".join(errors))
+        if p is not None:
+            notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
+                         f"{p.path!r} and multiplied")
+        result.real_batch_size = batch
+        return result, path, p, notes
     if _looks_like_input_error(last_exc):
         raise ModelInputError(
             f"the model rejected the example inputs {spec.shapes()}: {type(last_exc).__name__}: "
@@ -357,23 +364,25 @@ def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
                seq_len=spec.seq_len)
 
 
-def _real_batch_samples(dyn1: dict[str, float], spec, static) -> dict:
-    """A real batch of one, scaled linearly: per-sample quantities x B, weights unchanged."""
+def _real_batch_samples(dyn: dict[str, float], b_real: int, static) -> dict:
+    """A real batch of ``b_real`` samples, scaled linearly: per-sample quantities x B / b_real,
+    call counts and weights unchanged."""
     static["notes"].append(
-        "captured on a real batch of one and scaled linearly to the batch size (weight reads "
-        "are over-counted; sequence length cannot be changed with prof.at)")
-    fixed = {"live_after_step_bytes", "peak_bytes"}
+        f"captured on a real batch of {'one' if b_real == 1 else b_real} and scaled linearly to "
+        "the batch size (weight reads are over-counted; prof.at cannot change the sequence "
+        "length)")
     weights = static["traced_weights_bytes"]
 
     def scaled(b: int) -> dict[str, float]:
+        ratio = b / b_real
         out = {}
-        for k, v in dyn1.items():
-            if k.endswith(assemble.SEP + "count") or k in ("block_output_bytes",):
-                out[k] = v if k.endswith("count") else v * b
-            elif k in fixed:
-                out[k] = weights + (v - weights) * b
+        for k, v in dyn.items():
+            if k.endswith(assemble.SEP + "count"):
+                out[k] = v
+            elif k in ("live_after_step_bytes", "peak_bytes"):
+                out[k] = weights + (v - weights) * ratio
             else:
-                out[k] = v * b
+                out[k] = v * ratio
         return out
 
-    return {(1, None): scaled(1), (2, None): scaled(2)}
+    return {(b_real, None): scaled(b_real), (2 * b_real, None): scaled(2 * b_real)}

@@ -177,3 +177,13 @@ def mkldnn_lstm_workspace(args) -> tuple[int, int] | None:
 
 
 HIDDEN_BYTES = {aten.mkldnn_rnn_layer: mkldnn_lstm_workspace}
+
+
+def embedding_bytes(args, out_bytes: int) -> tuple[int, int]:
+    """A lookup reads the indices and only the rows it gathers (as many bytes as it writes),
+    not the whole table."""
+    indices = args[1]
+    return indices.numel() * indices.element_size() + out_bytes, out_bytes
+
+
+BYTES_RULES = {aten.embedding: embedding_bytes}

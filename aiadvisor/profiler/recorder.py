@@ -16,7 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from .opinfo import EXTRA_FLOPS, HIDDEN_BYTES, METADATA_OPS, VIEW_PACKETS, op_class
+from .opinfo import BYTES_RULES, EXTRA_FLOPS, HIDDEN_BYTES, METADATA_OPS, VIEW_PACKETS, op_class
 
 
 @dataclass
@@ -140,7 +140,7 @@ class ModuleStack:
         self.post_forward = None
         self._handles: list = []
 
-    def __enter__(self) -> ModuleStack:
+    def __enter__(self):
         from torch.nn.modules import module as module_mod
 
         def pre(mod, _args):
@@ -252,6 +252,8 @@ class Recorder(TorchDispatchMode):
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]
         bytes_read = sum(t.numel() * t.element_size() for t in in_tensors)
         bytes_written = sum(t.numel() * t.element_size() for t in out_tensors)
+        if packet in BYTES_RULES:
+            bytes_read, bytes_written = BYTES_RULES[packet](args, bytes_written)
         if packet in flop_registry:
             flops = flop_registry[packet](*args, **kwargs, out_val=out)
         elif packet in EXTRA_FLOPS:

@@ -34,6 +34,7 @@ class TraceResult:
     block_activation_bytes: int = 0
     block_output_bytes: int = 0
     compute_dtype: str = "float32"
+    real_batch_size: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -130,7 +131,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         root.train(train)
         mapping, trainable, tensors = _stand_ins(root, path=path, device=device, train=train)
         if path == "real":
-            args, kwargs = _real_inputs(spec, device)
+            args, kwargs = _real_inputs(spec, device, batch_size)
         else:
             args, kwargs = inputs_mod.build(spec, batch_size=batch_size, seq_len=seq_len,
                                             device=device)
@@ -210,13 +211,14 @@ def _unique_bytes(tensors) -> int:
     return total
 
 
-def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device):
-    """The user's own input values, batch of one, copied (never the user's tensors)."""
+def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: int):
+    """The first ``batch_size`` samples of the user's own inputs, copied (never the user's
+    tensors)."""
     from torch.utils._pytree import tree_map
 
     def one(x):
         if isinstance(x, torch.Tensor):
-            y = x[:1] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
+            y = x[:batch_size] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
             return y.detach().clone().to(device)
         return x
 
