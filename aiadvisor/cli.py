@@ -1,0 +1,105 @@
+"""The ``aiadvisor`` terminal command.
+
+``aiadvisor demo``                       the full report for the embedded default model
+``aiadvisor report --model gpt2 ...``    the same for a built-in example model
+``aiadvisor profile --model ...``        only the profile (FLOPs, bytes, memory per module)
+``aiadvisor hardware``                   the hardware catalog and the attached device
+``aiadvisor models``                     the built-in example models
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .errors import AIAdvisorError
+from .units import MODES, PRECISIONS
+
+
+def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | None) -> None:
+    from . import examples
+
+    parser.add_argument("--model", default=default_model, required=default_model is None,
+                        help=f"built-in example: {', '.join(examples.available())}")
+    parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
+    parser.add_argument("--seq", type=int, default=None,
+                        help="sequence length (decoders; default 512 or the model's maximum)")
+    parser.add_argument("--mode", choices=MODES, default="train")
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+                        help="default: the best the device supports")
+    parser.add_argument("--hardware", default=None,
+                        help="catalog name (e.g. 'H100 SXM'); default: the attached device")
+    parser.add_argument("--devices", type=int, default=None, help="number of devices")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from .hardware import cli as hardware_cli
+
+    parser = argparse.ArgumentParser(prog="aiadvisor", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="full report for the embedded default model")
+    _add_model_options(demo, default_model="tiny-gpt")
+    report = sub.add_parser("report", help="full report for a built-in example model")
+    _add_model_options(report, default_model=None)
+    prof = sub.add_parser("profile", help="profile only (FLOPs, bytes, memory)")
+    _add_model_options(prof, default_model="tiny-gpt")
+    hardware_cli.add_arguments(sub.add_parser("hardware", help="hardware catalog and device"))
+    sub.add_parser("models", help="list the built-in example models")
+    return parser
+
+
+def _run_report(args: argparse.Namespace, *, profile_only: bool) -> int:
+    from . import examples
+
+    model, x = examples.build(args.model, batch_size=args.batch, seq_len=args.seq)
+    if profile_only:
+        from .profiler import profile
+        from .profiler.summary import profile_text
+
+        prof = profile(model, x, mode=args.mode, precision=args.precision or "fp32",
+                       model_name=args.model)
+        print(profile_text(prof))
+        return 0
+    from .api import advise
+
+    report = advise(model, x, mode=args.mode, hardware=args.hardware, num_devices=args.devices,
+                    precision=args.precision, model_name="model", inputs_name="x")
+    if args.format == "json":
+        print(report.to_json())
+    elif args.format == "markdown":
+        print(report.to_markdown())
+    else:
+        print(f"aiadvisor report: built-in example {args.model!r} "
+              f"({examples.available()[args.model]})\n")
+        print(report)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``aiadvisor`` command; returns the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command in ("demo", "report", "profile"):
+            return _run_report(args, profile_only=args.command == "profile")
+        if args.command == "hardware":
+            from .hardware import cli as hardware_cli
+
+            return hardware_cli.run(args)
+        if args.command == "models":
+            from . import examples
+
+            for name, text in examples.available().items():
+                print(f"{name:<14} {text}")
+            return 0
+    except AIAdvisorError as exc:
+        print(f"aiadvisor: error: {exc}", file=sys.stderr)
+        return 2
+    parser.error(f"unknown command {args.command!r}")
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

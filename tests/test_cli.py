@@ -1,0 +1,43 @@
+"""The ``aiadvisor`` command on built-in example models."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiadvisor import cli, examples
+
+
+def test_models_lists_every_example(capsys):
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    for name in examples.available():
+        assert name in out
+
+
+def test_profile_command_prints_the_profile(capsys):
+    assert cli.main(["profile", "--model", "mlp", "--batch", "4"]) == 0
+    out = capsys.readouterr().out
+    # MLP 784-1024-1024-10: weights 784*1024 + 1024*1024 + 1024*10 plus biases 1024+1024+10
+    params = 784 * 1024 + 1024 * 1024 + 1024 * 10 + 1024 + 1024 + 10
+    assert f"{params:,}" in out
+    assert "fake tensors" in out
+
+
+def test_unknown_model_is_a_clear_error(capsys):
+    assert cli.main(["profile", "--model", "gtp2"]) == 2
+    err = capsys.readouterr().err
+    assert "'gtp2' is not a built-in example" in err and "Did you mean 'gpt2'?" in err
+
+
+def test_large_examples_are_built_on_the_meta_device():
+    model, x = examples.build("llama-3-8b", batch_size=1, seq_len=128)
+    assert next(model.parameters()).device.type == "meta"
+    # Llama-3-8B: 32 layers x (q,o 4096^2 + k,v 4096*1024 + MLP 3*4096*14336 + 2 norms)
+    # + embeddings and head 2 * 128256 * 4096 + final norm = 8,030,261,248
+    assert sum(p.numel() for p in model.parameters()) == 8_030_261_248
+    assert x.shape == (1, 128)
+
+
+def test_seq_longer_than_positions_is_rejected():
+    with pytest.raises(examples.InvalidArgumentError, match="at most 1024"):
+        examples.build("gpt2", seq_len=4096)
