@@ -1,0 +1,296 @@
+"""Public entry points: ``predict`` (one device type, one precision, one parallel layout),
+``predict_table`` (every device x precision at once) and ``step_time`` (for planners)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
+from ..units import PRECISIONS
+from .devices import device_arrays
+from .model import EfficiencyModel, load_model
+from .ops import OpArrays, op_arrays
+from .precision import MEASURED_PRECISIONS, check_precision, gemm_peak_tflops
+from .predict import StepParts, step_parts
+
+#: MFU band of large dense transformers trained on datacenter GPUs (cost_model.md section 3.3:
+#: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
+MFU_BAND = (0.25, 0.65)
+
+_OPS_CACHE: dict[int, tuple[ModelProfile, OpArrays]] = {}
+
+
+def _ops(prof: ModelProfile) -> OpArrays:
+    """Op arrays of ``prof``, cached by identity (planners call many times per profile)."""
+    hit = _OPS_CACHE.get(id(prof))
+    if hit is not None and hit[0] is prof:
+        return hit[1]
+    if len(_OPS_CACHE) >= 16:
+        _OPS_CACHE.pop(next(iter(_OPS_CACHE)))
+    arrays = op_arrays(prof)
+    _OPS_CACHE[id(prof)] = (prof, arrays)
+    return arrays
+
+
+def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
+    """A HardwareSpec from a catalog name, a spec or ``"local"`` (benchmarked once)."""
+    from ..hardware import resolve
+
+    return resolve(hardware)
+
+
+def _check_profile(prof: ModelProfile) -> None:
+    if not isinstance(prof, ModelProfile):
+        raise InvalidArgumentError(
+            f"prof of type {type(prof).__name__} is not valid: expected the ModelProfile returned "
+            "by aiadvisor.profile(model, inputs)."
+        )
+
+
+def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> ParallelConfig:
+    if not isinstance(num_devices, (int, np.integer)) or isinstance(num_devices, bool) \
+            or num_devices < 1:
+        raise InvalidArgumentError(
+            f"num_devices={num_devices!r} is not valid: expected an integer >= 1 (1 for a single "
+            "device, e.g. 8 for one 8-GPU node)."
+        )
+    if parallel is None:
+        return ParallelConfig(dp_degree=int(num_devices))
+    if parallel.num_devices != num_devices and num_devices != 1:
+        raise InvalidArgumentError(
+            f"num_devices={num_devices} does not match parallel={parallel.label!r}, which uses "
+            f"dp x tp x pp = {parallel.num_devices} devices: pass num_devices="
+            f"{parallel.num_devices} or leave it out."
+        )
+    return parallel
+
+
+def _measured_curves(spec: HardwareSpec, precision: str):
+    """Per-size matmul throughput of the attached device when ``spec`` is its benchmark."""
+    if not spec.measured:
+        return None
+    try:
+        from ..hardware import benchmark
+
+        curve = benchmark(progress=False).curve("fp32" if precision == "tf32" else precision)
+    except Exception:  # noqa: BLE001 - a failed benchmark falls back to the learned curves
+        return None
+    return curve or None
+
+
+def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
+                measured: bool) -> tuple[str, list[str]]:
+    notes = []
+    if measured:
+        level = "medium"
+        notes.append("Calibrated with this device's own matmul and bandwidth benchmark.")
+    elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
+        level = "low"
+        notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "
+                     "toward the median of NVIDIA GPUs (low confidence).")
+    elif precision not in MEASURED_PRECISIONS:
+        level = "low"
+        notes.append(f"No measured {precision} op data: the {precision} curve is the FP16 tensor-"
+                     "core curve at the {precision} peak (low confidence).")
+    elif w < 0.5:
+        level = "medium"
+        notes.append("Device outside the peak/bandwidth range of the measured GPUs: efficiency "
+                     "shrunk toward the class median.")
+    else:
+        level = "high"
+    if level == "high" and (parallel.tp_degree > 1 or parallel.pp_degree > 1 or parallel.offload):
+        level = "medium"
+    return level, notes
+
+
+def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool]:
+    devs = device_arrays([spec], precision, model)
+    curves = _measured_curves(spec, precision)
+    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
+                       measured_precision=precision in MEASURED_PRECISIONS,
+                       curves=[curves] if curves else None)
+    return parts, bool(curves)
+
+
+def _mfu(prof: ModelProfile, step_s, peak_tflops, num_devices):
+    model_flops = prof.flops_forward + prof.flops_backward
+    return model_flops / (np.asarray(step_s) * peak_tflops * 1e12 * num_devices)
+
+
+def _mfu_note(prof: ModelProfile, spec: HardwareSpec, precision: str, mfu: float) -> str | None:
+    large = prof.num_blocks >= 8 and prof.num_params >= 1e8 and prof.mode == "train"
+    if not large or spec.kind != "gpu" or precision == "fp32":
+        return None
+    lo, hi = MFU_BAND
+    if lo <= mfu <= hi:
+        return None
+    return (f"Predicted MFU {mfu:.0%} is outside the {lo:.0%}-{hi:.0%} band published for large "
+            "dense transformers on datacenter GPUs: treat this prediction with caution.")
+
+
+def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str = "bf16",
+            num_devices: int = 1, parallel: ParallelConfig | None = None,
+            model: EfficiencyModel | None = None) -> Prediction:
+    """Predict the time of one step of ``prof`` on ``num_devices`` of ``hardware``.
+
+    Parameters
+    ----------
+    prof : ModelProfile
+        From :func:`aiadvisor.profile`; FLOPs and bytes are per step for the whole batch.
+    hardware : str or HardwareSpec
+        A catalog name (``"H100"``), a spec, or ``"local"`` (the attached device, benchmarked
+        once; its measured matmul curve and bandwidth replace the learned efficiency).
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"}
+        Compute precision. The profile's bytes are converted from its traced dtype (see
+        :mod:`aiadvisor.costmodel.precision`); GEMMs use that precision's dense peak.
+    num_devices : int
+        Devices in total; without ``parallel`` the batch is split data-parallel (DDP).
+    parallel : ParallelConfig, optional
+        Layout (dp/tp/pp degrees, ZeRO stage, offload, checkpointing, micro-batches).
+    model : EfficiencyModel, optional
+        Another fitted model (default: the shipped one).
+
+    Returns
+    -------
+    Prediction
+        Step time with a P10-P90 interval, throughput, the dominant bound, a confidence label,
+        the breakdown and the MFU.
+
+    Raises
+    ------
+    UnknownHardwareError, InvalidArgumentError, UnsupportedPrecisionError
+
+    Examples
+    --------
+    >>> pred = aa.predict(prof, hardware="H100", precision="bf16")  # doctest: +SKIP
+    >>> pred.step_time_s, pred.low_s, pred.high_s, pred.confidence  # doctest: +SKIP
+    """
+    _check_profile(prof)
+    parallel = _parallel_for(num_devices, parallel)
+    spec = resolve_hardware(hardware)
+    check_precision(spec, precision)
+    model = model or load_model()
+    parts, measured = _parts(prof, spec, precision, parallel, model)
+    w = float(np.mean([v[0, 0] for v in device_arrays([spec], precision, model).shrink.values()]))
+    confidence, notes = _confidence(spec, precision, parallel, w, measured)
+    return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes)
+
+
+def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence, notes):
+    total = parts.total_s[:, 0]
+    step_s = float(total[1])
+    breakdown = {"compute": float(parts.compute_s[1, 0]), "memory": float(parts.memory_s[1, 0]),
+                 "communication": float(parts.communication_s[1, 0]),
+                 "overhead": float(parts.overhead_s[1, 0])}
+    mfu = float(_mfu(prof, step_s, gemm_peak_tflops(spec, precision), parallel.num_devices))
+    all_notes = list(notes) + parts.notes
+    mfu_note = _mfu_note(prof, spec, precision, mfu)
+    if mfu_note:
+        all_notes.append(mfu_note)
+    return Prediction(
+        hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
+        step_time_s=step_s, throughput=prof.batch_size / step_s,
+        low_s=float(min(total[0], step_s)), high_s=float(max(total[2], step_s)),
+        bound=max(breakdown, key=breakdown.get), confidence=confidence,
+        compute_s=breakdown["compute"], memory_s=breakdown["memory"],
+        communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
+        mfu=mfu, notes=tuple(all_notes),
+    )
+
+
+def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,
+              parallel: ParallelConfig, *, model: EfficiencyModel | None = None) -> Prediction:
+    """Planner helper: :func:`predict` for an already resolved spec and a ParallelConfig.
+
+    Skips name resolution and reuses the profile's cached op arrays: about a millisecond per
+    call, so a planner can score every layout it considers.
+    """
+    return predict(prof, hardware=spec, precision=precision, num_devices=parallel.num_devices,
+                   parallel=parallel, model=model)
+
+
+def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = None,
+                  precisions: Sequence[str] | None = None, num_devices: int = 1,
+                  model: EfficiencyModel | None = None):
+    """Predict every device x precision at once (vectorised), as a pandas DataFrame.
+
+    Parameters
+    ----------
+    prof : ModelProfile
+    specs : sequence of HardwareSpec, optional
+        Devices (default: every catalog row, :func:`aiadvisor.hardware.all_specs`).
+    precisions : sequence of str, optional
+        Default: all of ``fp32, tf32, bf16, fp16, fp8, int8, int4, nf4``.
+    num_devices : int
+        Devices per configuration, data parallel (DDP).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (device, precision) the device supports: ``hardware, vendor, kind,
+        precision, num_devices, step_time_s, low_s, high_s, throughput, bound, confidence,
+        compute_s, memory_s, communication_s, overhead_s, mfu``. Unsupported pairs are left out.
+    """
+    import pandas as pd
+
+    _check_profile(prof)
+    parallel = _parallel_for(num_devices, None)
+    if specs is None:
+        from ..hardware import all_specs
+
+        specs = all_specs()
+    precisions = list(precisions or PRECISIONS)
+    for p in precisions:
+        if p not in PRECISIONS:
+            from ..errors import check_choice
+
+            check_choice("precision", p, PRECISIONS)
+    model = model or load_model()
+    parts = [_table_for_precision(prof, list(specs), p, parallel, model) for p in precisions]
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    columns = {c: np.concatenate([p[c] for p in parts]) for c in TABLE_COLUMNS}
+    return pd.DataFrame(columns)
+
+
+TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step_time_s", "low_s",
+                 "high_s", "throughput", "bound", "confidence", "compute_s", "memory_s",
+                 "communication_s", "overhead_s", "mfu"]
+
+
+def _table_for_precision(prof, specs, precision, parallel, model) -> dict | None:
+    """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
+    supports it."""
+    specs = [s for s in specs if gemm_peak_tflops(s, precision)]
+    if not specs:
+        return None
+    devs = device_arrays(specs, precision, model)
+    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
+                       measured_precision=precision in MEASURED_PRECISIONS)
+    total = parts.total_s
+    step = total[1]
+    breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],
+                          parts.overhead_s[1]])
+    bound = np.array(["compute", "memory", "communication", "overhead"])[breakdown.argmax(axis=0)]
+    w = np.mean([v[:, 0] for v in devs.shrink.values()], axis=0)
+    other = np.array([s.vendor.upper() != "NVIDIA" or s.kind != "gpu" for s in specs])
+    confidence = np.where(other | (precision not in MEASURED_PRECISIONS), "low",
+                          np.where(w < 0.5, "medium", "high"))
+    n = len(specs)
+    return {
+        "hardware": np.array([s.name for s in specs], dtype=object),
+        "vendor": np.array([s.vendor for s in specs], dtype=object),
+        "kind": np.array([s.kind for s in specs], dtype=object),
+        "precision": np.full(n, precision, dtype=object),
+        "num_devices": np.full(n, parallel.num_devices), "step_time_s": step,
+        "low_s": np.minimum(total[0], step), "high_s": np.maximum(total[2], step),
+        "throughput": prof.batch_size / step, "bound": bound.astype(object),
+        "confidence": confidence.astype(object),
+        "compute_s": parts.compute_s[1], "memory_s": parts.memory_s[1],
+        "communication_s": parts.communication_s[1], "overhead_s": parts.overhead_s[1],
+        "mfu": _mfu(prof, step, devs.gemm_peak_tflops[:, 0], parallel.num_devices),
+    }

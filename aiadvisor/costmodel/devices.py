@@ -1,0 +1,85 @@
+"""Per-device numbers the cost model needs, as arrays over a list of devices.
+
+Shrinkage: the learned curves come from NVIDIA GPUs spanning a range of peaks and bandwidths.
+For a device outside that range, or of another vendor or kind, the prediction is blended toward
+the class's time-weighted median slow-down: weight ``w = exp(-d / 0.3)`` where ``d`` is how far
+(in decades, peak and bandwidth added) the device lies outside the training range; other GPU
+vendors get ``w / 2``; TPUs, NPUs, CPUs and edge devices ``w = 0`` unless benchmarked here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema import HardwareSpec
+from .model import EfficiencyModel
+from .precision import gemm_peak_tflops, uses_matrix_engine, vector_peak_tflops
+
+#: Per-op fixed cost when the spec has no measured figure: eager PyTorch on a GPU keeps about one
+#: kernel in flight per few microseconds of host dispatch (PyTorch's own RuntimeEstimator ignores
+#: it; NeuSight's kernel timings show a 25-35 us per-call floor with events around each call).
+DEFAULT_LAUNCH_US = {"gpu": 4.0, "tpu": 4.0, "npu": 4.0, "edge": 8.0, "cpu": 5.0}
+#: Bandwidth assumed when a spec has no interconnect figure: PCIe 4.0 x16, both directions.
+DEFAULT_INTERCONNECT_GBS = 64.0
+SHRINK_SCALE_DECADES = 0.3
+TABLE_KEYS = ("gemm/simt", "gemm/tensor", "conv/simt", "memory/any", "embedding/any")
+
+
+def launch_s(spec: HardwareSpec) -> float:
+    us = spec.launch_overhead_us
+    if us is None or not math.isfinite(us) or us <= 0:
+        us = DEFAULT_LAUNCH_US.get(spec.kind, 4.0)
+    return us * 1e-6
+
+
+def shrink_weights(specs: Sequence[HardwareSpec], model: EfficiencyModel, key: str,
+                   peak_tflops: np.ndarray) -> np.ndarray:
+    """How much of the learned curve to trust on each spec (1 = fully, 0 = class median)."""
+    table = model.table(key)
+    log_peak = np.log10(np.asarray(peak_tflops, float))
+    log_bw = np.log10(np.array([s.memory_bw_gbs or 1.0 for s in specs], float))
+    (p_lo, p_hi), (b_lo, b_hi) = table.peak_log10_range, table.bw_log10_range
+    d = (np.maximum.reduce([np.zeros_like(log_peak), p_lo - log_peak, log_peak - p_hi])
+         + np.maximum.reduce([np.zeros_like(log_bw), b_lo - log_bw, log_bw - b_hi]))
+    w = np.exp(-d / SHRINK_SCALE_DECADES)
+    nvidia = np.array([s.vendor.upper() == "NVIDIA" for s in specs])
+    trusted = np.array([s.kind == "gpu" or s.measured for s in specs])
+    return np.where(trusted, np.where(nvidia, w, w / 2), 0.0)
+
+
+@dataclass(frozen=True)
+class DeviceArrays:
+    """Numbers of ``D`` devices at one precision, each shaped ``(D, 1)`` to broadcast over ops."""
+
+    specs: tuple[HardwareSpec, ...]
+    gemm_peak_tflops: np.ndarray
+    vector_peak_tflops: np.ndarray
+    bw_gbs: np.ndarray
+    launch_s: np.ndarray
+    matrix_engine: np.ndarray
+    shrink: dict[str, np.ndarray]
+    interconnect_gbs: np.ndarray
+    """Vendor per-device interconnect figure (both directions added), GB/s."""
+
+
+def device_arrays(specs: Sequence[HardwareSpec], precision: str,
+                  model: EfficiencyModel) -> DeviceArrays:
+    """Arrays for ``specs`` at ``precision`` (every spec must support it)."""
+    gemm = np.array([gemm_peak_tflops(s, precision) for s in specs], float)
+    vector = np.array([vector_peak_tflops(s) for s in specs], float)
+    matrix = np.array([uses_matrix_engine(s, precision) for s in specs], bool)
+    shrink = {}
+    for key in TABLE_KEYS:
+        peaks = vector if key in ("memory/any", "embedding/any") else gemm
+        shrink[key] = shrink_weights(specs, model, key, peaks)[:, None]
+    col = lambda a: np.asarray(a, float)[:, None]
+    return DeviceArrays(
+        specs=tuple(specs), gemm_peak_tflops=col(gemm), vector_peak_tflops=col(vector),
+        bw_gbs=col([s.memory_bw_gbs or 1.0 for s in specs]),
+        launch_s=col([launch_s(s) for s in specs]), matrix_engine=matrix[:, None], shrink=shrink,
+        interconnect_gbs=col([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS for s in specs]),
+    )

@@ -1,0 +1,156 @@
+"""A profile's op records as numpy arrays, converted to a precision and split over devices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema import ModelProfile, ParallelConfig
+from .precision import (
+    AUTOCAST_FP32_OPS,
+    DTYPE_BYTES,
+    GEMM_ACT_BYTES,
+    MEMORY_ACT_BYTES,
+    WEIGHT_BYTES,
+)
+
+GEMM_LIKE = ("gemm", "conv", "attention")
+RECURRENT_MARKERS = ("rnn", "lstm", "gru")
+#: Forward ops that selective recompute repeats when the model has no fused attention op:
+#: the attention core (scores, softmax, weighted sum), Korthikanti et al. 2022, section 4.
+ATTENTION_CORE_OPS = frozenset({"aten.bmm", "aten.baddbmm", "aten._softmax", "aten._safe_softmax"})
+
+
+@dataclass(frozen=True)
+class OpArrays:
+    """One entry per op record of a profile (totals per step for the whole batch)."""
+
+    name: np.ndarray
+    op_class: np.ndarray
+    phase: np.ndarray
+    count: np.ndarray
+    flops: np.ndarray
+    bytes_total: np.ndarray
+    trace_bytes_per_element: np.ndarray
+    """Element size of the traced dtype; 0 for integer/bool outputs (never converted)."""
+    gemm_like: np.ndarray
+    autocast_fp32: np.ndarray
+    recurrent: np.ndarray
+    attention_core: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+def op_arrays(prof: ModelProfile) -> OpArrays:
+    """Extract the op records of ``prof`` (records with no calls are dropped)."""
+    ops = [op for op in prof.ops if op.count > 0]
+    name = np.array([op.op for op in ops], dtype=object)
+    op_class = np.array([op.op_class for op in ops], dtype=object)
+    return OpArrays(
+        name=name,
+        op_class=op_class,
+        phase=np.array([op.phase for op in ops], dtype=object),
+        count=np.array([op.count for op in ops], float),
+        flops=np.array([op.flops for op in ops], float),
+        bytes_total=np.array([op.bytes_total for op in ops], float),
+        trace_bytes_per_element=np.array([DTYPE_BYTES.get(op.dtype, 0.0) for op in ops], float),
+        gemm_like=np.isin(op_class, GEMM_LIKE),
+        autocast_fp32=np.isin(name, list(AUTOCAST_FP32_OPS)),
+        recurrent=np.array([any(m in op.op.lower() for m in RECURRENT_MARKERS) for op in ops],
+                           bool),
+        attention_core=np.array([op.op_class == "attention" or op.op in ATTENTION_CORE_OPS
+                                 for op in ops], bool),
+    )
+
+
+def _forward_weight_share(prof: ModelProfile, ops: OpArrays) -> float:
+    """Share of forward GEMM bytes that are weight reads (each weight is read once per
+    forward), capped at 90 %; what weight-only formats shrink."""
+    fwd_gemm = ops.gemm_like & (ops.phase == "forward")
+    gemm_bytes = float(ops.bytes_total[fwd_gemm].sum())
+    if gemm_bytes <= 0:
+        return 0.0
+    return min(0.9, prof.memory.weights_bytes / gemm_bytes)
+
+
+def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarray:
+    """Per-op multiplier from traced bytes to bytes at ``precision`` (module docstring of
+    :mod:`aiadvisor.costmodel.precision` explains the rules)."""
+    trace = np.where(ops.trace_bytes_per_element > 0, ops.trace_bytes_per_element, 1.0)
+    convertible = ops.trace_bytes_per_element > 0
+    gemm = np.full(len(ops), GEMM_ACT_BYTES[precision]) / trace
+    memory = np.full(len(ops), MEMORY_ACT_BYTES[precision]) / trace
+    if MEMORY_ACT_BYTES[precision] < 4.0:
+        # Autocast FP32 ops read 16-bit inputs and write FP32 outputs: ~3 bytes per element.
+        memory = np.where(ops.autocast_fp32, np.maximum(memory, 3.0 / trace), memory)
+    factor = np.where(ops.gemm_like, gemm, memory)
+    if prof.mode == "infer" and WEIGHT_BYTES[precision] < GEMM_ACT_BYTES[precision]:
+        # Weight-only / 8-bit formats: the weight part of forward GEMM bytes shrinks further.
+        share = _forward_weight_share(prof, ops)
+        mixed = ((1 - share) * GEMM_ACT_BYTES[precision] + share * WEIGHT_BYTES[precision]) / trace
+        factor = np.where(ops.gemm_like & (ops.phase == "forward"), mixed, factor)
+    factor = np.where(ops.phase == "optimizer", 1.0, factor)
+    return np.where(convertible, factor, 1.0)
+
+
+def amp_cast_bytes(prof: ModelProfile, ops: OpArrays, precision: str) -> float:
+    """Bytes of the weight casts autocast adds to an FP32-traced training step in 16 bit.
+
+    Forward casts each FP32 weight to 16 bit (read 4 + write 2 bytes per element); backward
+    turns the 16-bit weight gradient into the FP32 ``.grad`` (read 2 + write 4): 3x the FP32
+    weight bytes per step. A profile traced under autocast already contains these casts.
+    """
+    traced_fp32 = prof.compute_dtype == "float32" and prof.param_dtype == "float32"
+    if prof.mode != "train" or not traced_fp32 or MEMORY_ACT_BYTES[precision] >= 4.0:
+        return 0.0
+    return 3.0 * prof.memory.weights_bytes * (prof.num_trainable_params / max(prof.num_params, 1))
+
+
+@dataclass(frozen=True)
+class DeviceWork:
+    """One device's op work after a parallel split: per-call sizes, call counts and flags."""
+
+    flops_per_call: np.ndarray
+    bytes_per_call: np.ndarray
+    count: np.ndarray
+    feature_divisor: np.ndarray
+    """Recurrent layers run ``seq_len`` small steps per call: their efficiency is looked up at
+    the per-step size, ``flops_per_call / divisor``."""
+    op_class: np.ndarray
+    phase: np.ndarray
+    attention_core: np.ndarray
+
+
+def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
+                parallel: ParallelConfig) -> DeviceWork:
+    """Split the step's ops over ``parallel``'s devices (one device's share).
+
+    Forward and backward work is split over data parallel ranks (batch), tensor parallel ranks
+    (each GEMM and, with sequence parallelism, each elementwise op is 1/tp), micro-batches and
+    gradient-accumulation steps (smaller calls, more of them), and pipeline stages (1/pp of the
+    calls). Optimizer work is split over tp x pp, and over dp with ZeRO >= 1. ``extra_bytes``
+    (the AMP weight casts) is appended as forward memory ops, one per forward GEMM call.
+    """
+    dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
+    micro = parallel.num_microbatches * parallel.grad_accum_steps
+    opt = ops.phase == "optimizer"
+    count = np.where(opt, ops.count, ops.count * micro / pp)
+    size_split = np.where(opt, tp * pp * (dp if parallel.zero_stage >= 1 else 1), dp * tp * micro)
+    safe_count = np.maximum(ops.count, 1e-30)
+    flops_pc = ops.flops / safe_count / size_split
+    bytes_pc = ops.bytes_total * factors / safe_count / size_split
+    divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
+    op_class, phase, attn = ops.op_class, ops.phase, ops.attention_core
+    if extra_bytes > 0:
+        # Every device casts its own weights (1/(tp pp) of them), whatever dp is.
+        calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()) / pp, 1.0)
+        flops_pc = np.append(flops_pc, 0.0)
+        bytes_pc = np.append(bytes_pc, extra_bytes / (tp * pp) / calls)
+        count = np.append(count, calls)
+        divisor = np.append(divisor, 1.0)
+        op_class = np.append(op_class, "memory")
+        phase = np.append(phase, "forward")
+        attn = np.append(attn, False)
+    return DeviceWork(flops_pc, bytes_pc, count, divisor, op_class, phase, attn)

@@ -1,0 +1,248 @@
+"""Step time of a profile on devices: ops x learned efficiency + optimizer + communication +
+pipeline bubble + recompute, vectorised over devices.
+
+Everything here works on arrays shaped ``(Q, D, N)``: Q = 3 quantiles (P10, P50, P90 of the
+learned slow-down), D devices, N op records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..estimate.collectives import bubble_fraction, collective_time_s, exposed_time_s
+from ..schema import ModelProfile, ParallelConfig
+from .devices import DeviceArrays
+from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
+from .ops import DeviceWork, OpArrays, amp_cast_bytes, byte_factors, device_work
+from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
+
+_QUANTILE_SIGN = np.array([-1.0, 0.0, 1.0])  # P10, P50, P90
+#: Extra spread of the log slow-down when a device is unlike the training devices (w -> 0).
+UNFAMILIAR_SPREAD = 0.4
+#: Extra spread when the precision has no measured data (TF32, FP8, INT8, INT4, NF4).
+UNMEASURED_PRECISION_SPREAD = 0.25
+#: Communication time interval: the alpha-beta fit is within this band of Vidur's NCCL times
+#: for messages over 1 MB (bench/costmodel_collectives.py).
+COMM_LOW, COMM_HIGH = 0.8, 1.5
+#: Overlap of gradient all-reduce with backward (DDP buckets) and of FSDP all-gathers with
+#: compute (prefetch): up to 80 % hidden, never the last bucket.
+OVERLAP = 0.8
+#: Offload: effective host<->device bandwidth of PCIe 4.0 x16 (32 GB/s nominal per direction;
+#: ~25 GB/s achieved with pinned memory) and the host memory bandwidth a CPU optimizer step
+#: sustains (DeepSpeed CPU-Adam streams ~16-28 bytes per parameter).
+PCIE_GBS = 25.0
+HOST_OPTIMIZER_GBS = 50.0
+
+
+@dataclass
+class StepParts:
+    """Per-device step components, each shaped ``(Q, D)`` (seconds)."""
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    overhead_s: np.ndarray
+    communication_s: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> np.ndarray:
+        return self.compute_s + self.memory_s + self.overhead_s + self.communication_s
+
+
+def table_keys(op_class: np.ndarray, matrix_engine: bool) -> np.ndarray:
+    """The efficiency table of each op: GEMM-like ops by engine; everything else memory-bound.
+
+    Attention has no training data of its own: it uses the GEMM curve of its engine. Convolutions
+    on tensor cores use the tensor-core GEMM curve (no tensor-core conv data).
+    """
+    gemm = "gemm/tensor" if matrix_engine else "gemm/simt"
+    conv = "gemm/tensor" if matrix_engine else "conv/simt"
+    return np.select([np.isin(op_class, ("gemm", "attention")), op_class == "conv",
+                      op_class == "embedding"], [gemm, conv, "embedding/any"], "memory/any")
+
+
+def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
+                  *, measured_precision: bool, curves=None) -> tuple[np.ndarray, np.ndarray]:
+    """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), and the
+    per-op peak (D, N). Devices with a measured matmul curve use it for GEMM-like ops."""
+    gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
+    peak = np.where(gemm_like[None, :], devs.gemm_peak_tflops, devs.vector_peak_tflops)
+    f1, f2 = op_features(work.flops_per_call / work.feature_divisor,
+                         work.bytes_per_call / work.feature_divisor, peak, devs.bw_gbs)
+    y = np.zeros((len(QUANTILES),) + f1.shape)
+    for engine in (False, True):
+        rows = devs.matrix_engine[:, 0] == engine
+        if not rows.any():
+            continue
+        keys = table_keys(work.op_class, engine)
+        for key in np.unique(keys):
+            cols = keys == key
+            table = model.table(key)
+            w = devs.shrink[key][rows]
+            spread = (1 - w) * UNFAMILIAR_SPREAD + (0 if measured_precision else
+                                                    UNMEASURED_PRECISION_SPREAD)
+            sub = np.ix_(rows, cols)
+            learned = table.log_slowdowns(f1[sub], f2[sub])
+            value = w * learned + (1 - w) * table.median_log_slowdown
+            y[(slice(None),) + sub] = value + spread * _QUANTILE_SIGN[:, None, None]
+    if curves:
+        _apply_curves(y, work, devs, gemm_like, curves)
+    return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak
+
+
+def _apply_curves(y, work, devs, gemm_like, curves) -> None:
+    """Benchmarked devices: GEMM efficiency = measured matmul TFLOP/s at the op's size over the
+    measured peak (interpolated in log FLOPs, flat beyond the measured sizes); memory-bound ops
+    run at the measured streaming bandwidth (no learned slow-down). P10/P90: +-15 %."""
+    for d, curve in enumerate(curves):
+        if not curve:
+            continue
+        sizes = np.log([2.0 * n**3 for n, _ in curve])
+        frac = np.array([t for _, t in curve]) / max(t for _, t in curve)
+        flops = np.maximum(work.flops_per_call / work.feature_divisor, 1.0)
+        eff = np.interp(np.log(flops), sizes, frac)
+        base = np.where(gemm_like, -np.log(np.maximum(eff, 1e-3)), 0.0)
+        for qi, delta in enumerate((-np.log(1.15), 0.0, np.log(1.15))):
+            y[qi, d, :] = base + delta
+
+
+def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
+             measured_precision: bool, curves=None) -> dict[str, np.ndarray]:
+    """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each."""
+    y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision,
+                            curves=curves)
+    slow = np.exp(y)
+    compute_s = work.flops_per_call / (peak * 1e12)
+    memory_s = work.bytes_per_call / (devs.bw_gbs * 1e9)
+    body = np.maximum(compute_s, memory_s) * slow * work.count
+    compute_bound = compute_s >= memory_s
+    return {
+        "compute": np.where(compute_bound, body, 0.0),
+        "memory": np.where(compute_bound, 0.0, body),
+        "overhead": devs.launch_s * slow * work.count,
+    }
+
+
+def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):
+    """(bytes of one block output at the full batch in ``precision``, number of blocks)."""
+    trace = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
+    if prof.num_blocks > 0 and prof.block_output_bytes > 0:
+        return prof.block_output_bytes * MEMORY_ACT_BYTES[precision] / trace, prof.num_blocks
+    # No repeated blocks: take one "block" per 4 forward GEMM calls, each all-reducing an
+    # output the size of an average forward GEMM output.
+    fwd = ops.gemm_like & (ops.phase == "forward")
+    calls = float(ops.count[fwd].sum())
+    if calls == 0:
+        return 0.0, 0
+    notes.append("No repeated blocks found: tensor/pipeline messages estimated as one block "
+                 "per 4 forward GEMMs.")
+    out_bytes = float(ops.bytes_total[fwd].sum()) / calls / 3.0
+    return out_bytes * MEMORY_ACT_BYTES[precision] / trace, max(int(calls // 4), 1)
+
+
+def _bus_bw(devs: DeviceArrays, model: EfficiencyModel, group: int, span: int) -> np.ndarray:
+    """Achieved bus bandwidth (D,) of a collective over ``group`` devices laid out over
+    ``span`` consecutive devices: inside a node (<= devices_per_node) the per-direction
+    interconnect figure times the fitted NCCL efficiency, across nodes the fitted figure."""
+    c = model.collectives
+    intra = devs.interconnect_gbs[:, 0] / 2 * c.intra_node_efficiency
+    if span <= c.devices_per_node:
+        return intra
+    return np.minimum(intra, c.inter_node_bus_bw_gbs)
+
+
+def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
+                  devs: DeviceArrays, model: EfficiencyModel, windows: dict[str, np.ndarray],
+                  notes: list[str]) -> np.ndarray:
+    """Exposed communication per device (D,): DP/ZeRO/FSDP, TP, PP and offload transfers."""
+    c = model.collectives
+    dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
+    micro = parallel.num_microbatches * parallel.grad_accum_steps
+    train = prof.mode == "train"
+    num_dev = len(devs.specs)
+    total = np.zeros(num_dev)
+    param_elem = DTYPE_BYTES.get(prof.param_dtype, 4.0)
+    grad_bytes = prof.num_trainable_params * param_elem / (tp * pp)
+    # FSDP/ZeRO gather parameters in the compute dtype (mixed-precision param_dtype).
+    gather_bytes = prof.num_params * min(GEMM_ACT_BYTES[precision], param_elem) / (tp * pp)
+
+    def coll(kind, size, group, span):
+        return collective_time_s(kind, size, num_devices=group,
+                                 bus_bw_gbs=_bus_bw(devs, model, group, span),
+                                 alpha_s=c.alpha_s[kind])
+
+    if dp > 1 and train:
+        span = dp * tp * pp
+        if parallel.zero_stage == 0:
+            total += exposed_time_s(coll("all_reduce", grad_bytes, dp, span), windows["backward"],
+                                    overlap=OVERLAP)
+        elif parallel.zero_stage in (1, 2):
+            total += exposed_time_s(coll("reduce_scatter", grad_bytes, dp, span),
+                                    windows["backward"], overlap=OVERLAP)
+            total += coll("all_gather", gather_bytes, dp, span)
+        else:
+            gathers = 2 * coll("all_gather", gather_bytes, dp, span) * parallel.grad_accum_steps
+            total += exposed_time_s(gathers + coll("reduce_scatter", grad_bytes, dp, span),
+                                    windows["forward"] + windows["backward"], overlap=OVERLAP)
+    elif dp > 1 and parallel.zero_stage == 3:
+        total += exposed_time_s(coll("all_gather", gather_bytes, dp, dp * tp * pp),
+                                windows["forward"], overlap=OVERLAP)
+    if tp > 1 or pp > 1:
+        block_bytes, num_blocks = _block_comm_size(prof, ops, precision, notes)
+        msg = block_bytes / (dp * micro)
+        directions = 2 if train else 1
+        if tp > 1:
+            # Megatron: 2 all-reduces per block forward (attention and MLP outputs), 2 backward.
+            calls = 2 * num_blocks / pp * micro * directions
+            total += calls * coll("all_reduce", msg, tp, tp)
+        if pp > 1:
+            # Each micro-batch crosses each stage boundary once per direction.
+            total += micro * directions * coll("send_recv", msg, 2, tp * pp)
+    if parallel.offload and train:
+        shard = dp if parallel.zero_stage >= 1 else 1
+        pcie_bytes = (grad_bytes + prof.num_params * param_elem / (tp * pp)) / shard
+        if parallel.zero_stage == 3:
+            pcie_bytes += 2 * gather_bytes / dp
+        total += pcie_bytes / (PCIE_GBS * 1e9)
+        notes.append(f"Offload: {pcie_bytes / 1e9:.2f} GB over PCIe per step per device at "
+                     f"{PCIE_GBS:.0f} GB/s, not overlapped; optimizer step on the host at "
+                     f"{HOST_OPTIMIZER_GBS:.0f} GB/s (assumed figures).")
+    return total
+
+
+def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
+               devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
+               curves=None) -> StepParts:
+    """All components of one step on each device (per device, seconds, shape (Q, D))."""
+    notes: list[str] = []
+    factors = byte_factors(prof, ops, precision)
+    work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel)
+    parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves)
+    mult = np.ones(len(work.count))
+    if parallel.checkpointing == "full":
+        mult = np.where(work.phase == "forward", 2.0, mult)        # the forward runs twice
+    elif parallel.checkpointing == "selective":
+        mult = np.where((work.phase == "forward") & work.attention_core, 2.0, mult)
+    opt = work.phase == "optimizer"
+    if parallel.offload and prof.mode == "train":
+        mult = np.where(opt, 0.0, mult)                              # moved to the host
+    sums = {k: (v * mult).sum(axis=-1) for k, v in parts.items()}
+    windows = {ph: sum(parts[k][1][:, work.phase == ph].sum(axis=-1) for k in parts)
+               for ph in ("forward", "backward")}
+    stage_s = sums["compute"] + sums["memory"] + sums["overhead"]
+    if opt.any():
+        stage_s = stage_s - sum((parts[k] * mult)[..., opt].sum(axis=-1) for k in parts)
+    bubble = bubble_fraction(parallel.pp_degree, parallel.num_microbatches)
+    overhead = sums["overhead"] + stage_s * bubble / (1 - bubble)
+    memory = sums["memory"]
+    if parallel.offload and prof.mode == "train" and opt.any():
+        shard = parallel.dp_degree if parallel.zero_stage >= 1 else 1
+        host_bytes = ops.bytes_total[ops.phase == "optimizer"].sum() / (
+            parallel.tp_degree * parallel.pp_degree * shard)
+        memory = memory + host_bytes / (HOST_OPTIMIZER_GBS * 1e9)
+    comm = communication(prof, ops, precision, parallel, devs, model, windows, notes)
+    return StepParts(compute_s=sums["compute"], memory_s=memory, overhead_s=overhead,
+                     communication_s=np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH]),
+                     notes=notes)

@@ -1,0 +1,273 @@
+"""predict(): roofline arithmetic, precision conversion, composition and bad input, by hand.
+
+Most tests use ``exact_model`` (efficiency 1 everywhere, conftest.py) so every expected number is
+a roofline worked out in the comments; a few use the shipped model for bounds and intervals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from aiadvisor.costmodel import load_model, predict, predict_table, step_time
+from aiadvisor.errors import (
+    AIAdvisorError,
+    InvalidArgumentError,
+    UnknownHardwareError,
+    UnsupportedPrecisionError,
+)
+from aiadvisor.schema import ParallelConfig
+
+from .conftest import constant_model, make_profile, make_spec, op
+
+N = 4096
+GEMM_FLOPS = 2 * N**3                      # 1.374e11
+GEMM_BYTES_FP32 = 3 * 4 * N**2             # A, B and C in fp32: 2.013e8
+
+
+def gemm_profile(**kw):
+    return make_profile([op("aten.mm", "gemm", "forward", flops=GEMM_FLOPS,
+                            bytes_read=2 * 4 * N**2, bytes_written=4 * N**2)], **kw)
+
+
+def test_bf16_gemm_roofline_by_hand(spec, exact_model):
+    # bf16 halves the fp32 trace's bytes: 1.007e8 B / 3e12 = 33.6 us < 1.374e11 / 1e15 =
+    # 137.4 us: compute bound; + 4 us launch = 141.4 us.
+    pred = predict(gemm_profile(), hardware=spec, precision="bf16", model=exact_model)
+    assert pred.step_time_s == pytest.approx(137.44e-6 + 4e-6, rel=1e-3)
+    assert pred.compute_s == pytest.approx(137.44e-6, rel=1e-3)
+    assert pred.overhead_s == pytest.approx(4e-6)
+    assert pred.bound == "compute"
+    # MFU = 1.374e11 / (141.4 us * 1e15) = 0.972
+    assert pred.mfu == pytest.approx(0.972, abs=1e-3)
+    assert pred.throughput == pytest.approx(8 / pred.step_time_s)
+
+
+def test_fp32_runs_at_simt_peak_not_tensor_cores(spec, exact_model):
+    # fp32: 1.374e11 / 60e12 = 2.2907 ms (the 1000 TF tensor peak does not apply) + 4 us.
+    fp32 = predict(gemm_profile(), hardware=spec, precision="fp32", model=exact_model)
+    assert fp32.step_time_s == pytest.approx(2.2907e-3 + 4e-6, rel=1e-3)
+    # tf32 uses the 500 TF tensor-core peak: 274.9 us + 4 us.
+    tf32 = predict(gemm_profile(), hardware=spec, precision="tf32", model=exact_model)
+    assert tf32.step_time_s == pytest.approx(274.88e-6 + 4e-6, rel=1e-3)
+    # fp8: 1.374e11 / 2e15 = 68.7 us; its 1-byte operands take 16.8 us; + 4 us.
+    fp8 = predict(gemm_profile(), hardware=spec, precision="fp8", model=exact_model)
+    assert fp8.step_time_s == pytest.approx(68.72e-6 + 4e-6, rel=1e-3)
+
+
+def add_profile(op_name="aten.add", **kw):
+    # An fp32 elementwise op reading 2 GB and writing 1 GB.
+    return make_profile([op(op_name, "memory", "forward", flops=2.5e8, bytes_read=2e9,
+                            bytes_written=1e9)], **kw)
+
+
+def test_precision_converts_memory_bound_bytes(spec, exact_model):
+    # fp32: 3e9 B / 3e12 B/s = 1 ms; bf16 activations halve it: 0.5 ms; + 4 us launch each.
+    fp32 = predict(add_profile(), hardware=spec, precision="fp32", model=exact_model)
+    bf16 = predict(add_profile(), hardware=spec, precision="bf16", model=exact_model)
+    assert fp32.step_time_s == pytest.approx(1e-3 + 4e-6, rel=1e-6)
+    assert bf16.step_time_s == pytest.approx(0.5e-3 + 4e-6, rel=1e-6)
+    assert bf16.bound == "memory"
+    # LayerNorm stays fp32 under autocast: reads bf16, writes fp32 -> 3/4 of the fp32 bytes.
+    ln = predict(add_profile("aten.native_layer_norm"), hardware=spec, precision="bf16",
+                 model=exact_model)
+    assert ln.step_time_s == pytest.approx(0.75e-3 + 4e-6, rel=1e-6)
+
+
+def test_learned_efficiency_slows_the_roofline_and_brackets_it(spec):
+    pred = predict(gemm_profile(), hardware=spec, precision="bf16")
+    roofline_s = 137.44e-6 + 4e-6
+    assert roofline_s < pred.step_time_s <= roofline_s * 20   # efficiency in (0.05, 1)
+    assert pred.low_s <= pred.step_time_s <= pred.high_s
+    assert pred.low_s >= roofline_s * 0.999
+    assert pred.confidence == "high"
+
+
+def test_interval_contains_step_for_many_configs(spec):
+    prof = make_profile([
+        op("aten.mm", "gemm", "forward", flops=1e12, bytes_read=4e8, bytes_written=2e8),
+        op("aten.mm", "gemm", "backward", flops=2e12, bytes_read=8e8, bytes_written=4e8),
+        op("aten.gelu", "memory", "forward", flops=1e8, bytes_read=2e8, bytes_written=2e8),
+        op("aten.embedding", "embedding", "forward", bytes_read=1e7, bytes_written=1e7),
+        op("optimizer.adamw", "optimizer", "optimizer", flops=1.4e10, bytes_read=2e10,
+           bytes_written=1.2e10),
+    ], mode="train", num_params=int(1e9), weights_bytes=int(4e9), num_blocks=24,
+        block_output_bytes=int(3e7), optimizer="adamw")
+    for precision in ("fp32", "bf16", "fp8"):
+        for parallel in (ParallelConfig(), ParallelConfig(dp_degree=8),
+                         ParallelConfig(dp_degree=2, tp_degree=2, pp_degree=2, num_microbatches=4,
+                                        zero_stage=3, checkpointing="full")):
+            pred = predict(prof, hardware=spec, precision=precision,
+                           num_devices=parallel.num_devices, parallel=parallel)
+            assert 0 < pred.low_s <= pred.step_time_s <= pred.high_s
+            parts = pred.compute_s + pred.memory_s + pred.communication_s + pred.overhead_s
+            assert parts == pytest.approx(pred.step_time_s)
+
+
+def test_ddp_all_reduce_by_hand(spec, exact_model):
+    # 1e9 fp32 parameters: 4 GB of gradients all-reduced over 8 devices on 900 GB/s NVLink
+    # (450 GB/s each way) at the fitted NCCL efficiency: alpha + 2 * 7/8 * 4e9 / (450e9 * eff).
+    c = load_model().collectives
+    t_ar = c.alpha_s["all_reduce"] + 1.75 * 4e9 / (450e9 * c.intra_node_efficiency)
+    # Backward: 8e9 fp32 bytes split over 8 ranks = 1e9 B / 3e12 = 333.3 us + 4 us launch.
+    backward_s = 1e9 / 3e12 + 4e-6
+    prof = make_profile([op("aten.add", "memory", "backward", bytes_read=6e9, bytes_written=2e9)],
+                        mode="train", num_params=int(1e9), weights_bytes=int(4e9))
+    pred = predict(prof, hardware=spec, precision="fp32", num_devices=8, model=exact_model)
+    # 80 % of the backward hides communication: exposed = t_ar - 0.8 * backward.
+    assert pred.communication_s == pytest.approx(t_ar - 0.8 * backward_s, rel=1e-6)
+    assert pred.step_time_s == pytest.approx(backward_s + t_ar - 0.8 * backward_s, rel=1e-6)
+    assert pred.bound == "communication"
+
+
+def test_tensor_parallel_all_reduces_by_hand(spec, exact_model):
+    # 4 blocks, each output 8 MB in fp32 -> 4 MB in bf16; inference: 2 all-reduces per block
+    # forward = 8 all-reduces over tp=2, each alpha + 2 * 1/2 * 4e6 / (450e9 * eff).
+    c = load_model().collectives
+    one = c.alpha_s["all_reduce"] + 1.0 * 4e6 / (450e9 * c.intra_node_efficiency)
+    prof = add_profile(num_blocks=4, block_output_bytes=8_000_000)
+    pred = predict(prof, hardware=spec, precision="bf16", num_devices=2,
+                   parallel=ParallelConfig(tp_degree=2), model=exact_model)
+    assert pred.communication_s == pytest.approx(8 * one, rel=1e-6)
+
+
+def test_pipeline_bubble_by_hand(spec, exact_model):
+    # One memory-bound forward op, 4 calls of 0.75 GB (fp32) each: 3 GB -> 1 ms + 4 x 4 us.
+    prof = make_profile([op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9,
+                            count=4)], num_blocks=4, block_output_bytes=1_000_000)
+    single = predict(prof, hardware=spec, precision="fp32", model=exact_model).step_time_s
+    assert single == pytest.approx(1e-3 + 16e-6, rel=1e-9)
+    p2p = load_model().collectives.alpha_s["send_recv"] + 1e6 / (450e9 * load_model()
+                                                                 .collectives.intra_node_efficiency)
+    # pp=4, one micro-batch: each stage runs 1 of the 4 calls (0.25 ms + 4 us) and waits for
+    # the other three: (m + pp - 1) / m = 4 x the stage = the single-device time, plus the
+    # message crossing a stage boundary once.
+    pp1 = predict(prof, hardware=spec, precision="fp32", num_devices=4,
+                  parallel=ParallelConfig(pp_degree=4), model=exact_model)
+    assert pp1.step_time_s == pytest.approx(single + p2p, rel=1e-6)
+    assert pp1.overhead_s - 4e-6 == pytest.approx(3 * (0.25e-3 + 4e-6), rel=1e-6)
+    # pp=4, m=8: a stage runs 8 calls of 1/8 the size: 8 x (0.25/8 ms + 4 us) = 0.282 ms;
+    # bubble (pp-1)/(m+pp-1) = 3/11 -> step = 0.282 ms * 11/8, plus 8 messages of 1/8 MB.
+    stage = 8 * (0.25e-3 / 8 + 4e-6)
+    p2p8 = load_model().collectives.alpha_s["send_recv"] + 1.25e5 / (
+        450e9 * load_model().collectives.intra_node_efficiency)
+    pp8 = predict(prof, hardware=spec, precision="fp32", num_devices=4,
+                  parallel=ParallelConfig(pp_degree=4, num_microbatches=8), model=exact_model)
+    assert pp8.step_time_s == pytest.approx(stage * 11 / 8 + 8 * p2p8, rel=1e-6)
+
+
+def test_activation_checkpointing_recompute(spec, exact_model):
+    fwd = op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9)     # 1 ms + 4 us
+    attn = op("aten._scaled_dot_product_flash_attention", "attention", "forward",
+              flops=1e9, bytes_read=4e8, bytes_written=2e8)                         # 0.2 ms + 4 us
+    bwd = op("aten.add", "memory", "backward", bytes_read=4e9, bytes_written=2e9)    # 2 ms + 4 us
+    prof = make_profile([fwd, attn, bwd], mode="train", num_params=0, weights_bytes=0)
+    kw = {"hardware": spec, "precision": "fp32", "model": exact_model}
+    base = predict(prof, **kw).step_time_s
+    assert base == pytest.approx(3.2e-3 + 12e-6, rel=1e-6)
+    full = predict(prof, parallel=ParallelConfig(checkpointing="full"), **kw).step_time_s
+    assert full - base == pytest.approx(1.2e-3 + 8e-6, rel=1e-6)      # the whole forward again
+    sel = predict(prof, parallel=ParallelConfig(checkpointing="selective"), **kw).step_time_s
+    assert sel - base == pytest.approx(0.2e-3 + 4e-6, rel=1e-6)       # attention only
+
+
+def test_offload_adds_pcie_transfers_by_hand(spec, exact_model):
+    # 1e9 fp32 params: 4 GB of grads to the host + 4 GB of params back at 25 GB/s = 0.32 s;
+    # the 28 GB AdamW step runs on the host at 50 GB/s = 0.56 s instead of 9.3 ms on the GPU.
+    prof = make_profile([op("optimizer.adamw", "optimizer", "optimizer", flops=1.4e10,
+                            bytes_read=1.6e10, bytes_written=1.2e10)],
+                        mode="train", num_params=int(1e9), weights_bytes=int(4e9))
+    kw = {"hardware": spec, "precision": "fp32", "model": exact_model}
+    base = predict(prof, **kw)
+    assert base.step_time_s == pytest.approx(2.8e10 / 3e12 + 4e-6, rel=1e-6)
+    off = predict(prof, parallel=ParallelConfig(offload=True), **kw)
+    assert off.communication_s == pytest.approx(0.32, rel=1e-6)
+    assert off.step_time_s == pytest.approx(0.32 + 0.56, rel=1e-6)
+
+
+def test_mfu_band_is_flagged_outside_25_65_percent(spec):
+    # 1e15 FLOPs of bf16 GEMM on 1000 TF: 1 s at efficiency 1 -> MFU ~100 %: flagged. At a
+    # constant efficiency 0.4 (slow-down 2.5) MFU is 40 %: inside the band, no note.
+    big = make_profile([op("aten.mm", "gemm", "forward", flops=1e15, bytes_read=1e9,
+                           bytes_written=1e9)], mode="train", num_params=int(3e8),
+                       weights_bytes=int(1.2e9), num_blocks=24)
+    flagged = predict(big, hardware=spec, precision="bf16", model=constant_model(0.0))
+    assert flagged.mfu > 0.65 and any("outside the 25%-65% band" in n for n in flagged.notes)
+    ok = predict(big, hardware=spec, precision="bf16", model=constant_model(math.log(2.5)))
+    assert ok.mfu == pytest.approx(0.4, abs=0.01)
+    assert not any("band" in n for n in ok.notes)
+
+
+def test_confidence_labels(spec):
+    prof = gemm_profile()
+    assert predict(prof, hardware=spec, precision="fp16").confidence == "high"
+    assert predict(prof, hardware=spec, precision="fp8").confidence == "low"
+    amd = make_spec(name="Some AMD GPU", vendor="AMD")
+    pred = predict(prof, hardware=amd, precision="bf16")
+    assert pred.confidence == "low" and any("AMD" in n for n in pred.notes)
+    tpu = make_spec(name="Some TPU", vendor="Google", kind="tpu", fp32_tflops=None)
+    assert predict(prof, hardware=tpu, precision="bf16").confidence == "low"
+
+
+def test_fp8_on_v100_raises_and_suggests_fp16():
+    with pytest.raises(UnsupportedPrecisionError, match=r"fp8.*V100.*precision='fp16'"):
+        predict(gemm_profile(), hardware="V100", precision="fp8")
+
+
+def test_bf16_on_v100_suggests_fp16_and_lists_supported():
+    with pytest.raises(UnsupportedPrecisionError) as err:
+        predict(gemm_profile(), hardware="V100", precision="bf16")
+    assert "Supported here: fp32, fp16" in str(err.value) and "'fp16'" in str(err.value)
+
+
+def test_bad_input_errors_name_the_choices(spec):
+    prof = gemm_profile()
+    with pytest.raises(UnknownHardwareError):
+        predict(prof, hardware="H1000 Ultra", precision="bf16")
+    with pytest.raises(InvalidArgumentError, match="'fp32', 'tf32', 'bf16'"):
+        predict(prof, hardware=spec, precision="fp12")
+    with pytest.raises(InvalidArgumentError, match="integer >= 1"):
+        predict(prof, hardware=spec, num_devices=0)
+    with pytest.raises(InvalidArgumentError, match="dp x tp x pp = 4"):
+        predict(prof, hardware=spec, num_devices=8, parallel=ParallelConfig(tp_degree=4))
+    with pytest.raises(AIAdvisorError, match="ModelProfile"):
+        predict({"flops": 1}, hardware=spec)
+
+
+def test_catalog_name_resolves():
+    pred = predict(gemm_profile(), hardware="H100", precision="bf16")
+    assert pred.hardware == "NVIDIA H100 SXM" and pred.step_time_s > 0
+
+
+def test_step_time_matches_predict(spec):
+    prof = add_profile(mode="train", num_blocks=2, block_output_bytes=10**6)
+    cfg = ParallelConfig(dp_degree=2, tp_degree=2)
+    a = step_time(prof, spec, "bf16", cfg)
+    b = predict(prof, hardware=spec, precision="bf16", num_devices=4, parallel=cfg)
+    assert a == b
+
+
+def test_predict_table_matches_predict_and_skips_unsupported(spec):
+    prof = gemm_profile()
+    v100 = make_spec(name="No FP8 GPU", bf16_tflops=None, fp8_tflops=None, tf32_tflops=None)
+    table = predict_table(prof, specs=[spec, v100], precisions=["fp32", "bf16", "fp8"])
+    assert set(zip(table.hardware, table.precision)) == {
+        ("Test GPU", "fp32"), ("Test GPU", "bf16"), ("Test GPU", "fp8"), ("No FP8 GPU", "fp32")}
+    for row in table.itertuples():
+        hw = spec if row.hardware == "Test GPU" else v100
+        pred = predict(prof, hardware=hw, precision=row.precision)
+        assert row.step_time_s == pytest.approx(pred.step_time_s, rel=1e-9)
+        assert row.low_s == pytest.approx(pred.low_s, rel=1e-9)
+        assert row.confidence == pred.confidence and row.bound == pred.bound
+    assert np.all(table.low_s <= table.step_time_s) and np.all(table.step_time_s <= table.high_s)
+
+
+def test_predict_table_over_catalog_has_every_supported_pair():
+    from aiadvisor.costmodel import gemm_peak_tflops
+    from aiadvisor.hardware import all_specs
+
+    table = predict_table(gemm_profile(), precisions=["bf16", "fp8"])
+    expected = sum(bool(gemm_peak_tflops(s, p)) for s in all_specs() for p in ("bf16", "fp8"))
+    assert len(table) == expected and table.step_time_s.gt(0).all()
