@@ -15,7 +15,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Integer, Unicode
 
 from .errors import AIAdvisorError, close_matches
@@ -185,7 +186,11 @@ def _parse(magic: Any, line: str) -> Any:
                 fix = f" Did you mean {hint[0]}?" if hint else ""
                 raise UsageError(f"%advise has no option {flag}.{fix} Options: "
                                  f"{', '.join(_OPTIONS)}.")
-    return parse_argstring(magic, line)
+    try:
+        argv = arg_split(line, posix=True)  # posix: `--hardware "H100 SXM"` loses its quotes
+    except ValueError as exc:  # an unclosed quote
+        raise UsageError(f"%advise could not split {line!r}: {exc}.") from exc
+    return magic.parser.parse_args(argv)
 
 
 def _choice_message(flag: str, value: str, choices: tuple[str, ...]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -25,11 +26,15 @@ class TestingShell(InteractiveShell):
 
 @pytest.fixture(scope="module")
 def shell():
+    """The singleton shell (``display()`` and ``capture_output`` find it through get_ipython)."""
     config = Config()
     config.HistoryManager.enabled = False
-    ip = TestingShell(config=config)
+    if InteractiveShell.initialized():
+        InteractiveShell.clear_instance()
+    ip = TestingShell.instance(config=config)
     ip.run_cell("%load_ext aiadvisor")
-    return ip
+    yield ip
+    TestingShell.clear_instance()
 
 
 @pytest.fixture
@@ -38,7 +43,7 @@ def ip(shell):
     magics = shell.find_magic("advise").__self__
     shell.user_ns.update(model=object(), x=object())
     yield shell
-    for name in ("model", "x", "batch", "net"):
+    for name in ("model", "x"):
         shell.user_ns.pop(name, None)
     for trait in ("default_mode", "default_hardware", "default_devices", "default_precision",
                   "widgets"):
@@ -148,3 +153,136 @@ def test_unload_removes_the_magic():
     ip.run_cell("%unload_ext aiadvisor")
     assert ip.find_magic("advise") is None
     assert not any(type(c).__name__ == "Advisor" for c in ip.configurables)
+
+
+# --- with the advisor: a real report on a small model ------------------------------------------
+torch = pytest.importorskip("torch")
+TARGET = "NVIDIA A100 80GB SXM"
+
+
+@pytest.fixture(scope="module")
+def advised(shell):
+    """`%advise net batch` once (static display: the testing shell has no kernel)."""
+    from IPython.utils.capture import capture_output
+
+    pytest.importorskip("aiadvisor.api")
+    torch.manual_seed(0)
+    shell.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                                 torch.nn.Linear(128, 10)),
+                         batch=torch.randn(16, 64))
+    with capture_output() as captured:
+        shell.run_cell(f'%advise net batch --hardware "{TARGET}"')
+    report = shell.find_magic("advise").__self__.last_view
+    return report, captured
+
+
+def test_advise_without_widgets_shows_the_reports_html_and_text(advised):
+    report, captured = advised
+    assert type(report).__name__ == "Report"
+    (bundle,) = [o.data for o in captured.outputs]
+    assert bundle["text/html"] == report._repr_html_()
+    assert bundle["text/plain"] == str(report)
+    assert "estimate" in bundle["text/plain"]
+
+
+def test_variable_names_become_the_names_in_the_code(advised):
+    report, _ = advised
+    # The 16 x 64 -> 128 -> 10 MLP is tiny, so tactics fire; their code names `net`, never the
+    # default `model`.
+    codes = "\n".join(rec.code for rec in report.recommendations)
+    assert re.search(r"\bnet\b", codes)
+    assert not re.search(r"\bmodel\b", codes)
+    assert report.profile.batch_size == 16
+    assert report.options["hardware"] == TARGET
+
+
+def test_insert_puts_the_recommendation_in_the_next_cell(ip, advised):
+    report, _ = advised
+    magics = ip.find_magic("advise").__self__
+    magics.last_view = report
+    ip.run_cell("%advise --insert 1")
+    assert ip.rl_next_input == report.recommendations[0].code
+    last = report.recommendations[-1]
+    ip.run_cell(f"%advise --insert {last.id}")
+    assert ip.rl_next_input == last.code
+
+
+def test_insert_out_of_range_names_the_valid_numbers(ip, advised):
+    report, _ = advised
+    ip.find_magic("advise").__self__.last_view = report
+    count = len(report.recommendations)
+    assert run_error(ip, "%advise --insert 99") == (
+        f"--insert 99: the last report has recommendations 1 to {count}.")
+    assert "no recommendation has that number or id" in run_error(ip, "%advise --insert nope")
+
+
+@pytest.mark.usefixtures("advised")
+def test_options_and_config_defaults_reach_the_advisor(ip):
+    ip.run_cell("%config Advisor.default_mode = 'infer'")
+    ip.run_cell("%config Advisor.default_hardware = 'NVIDIA H100 SXM'")
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        ip.run_cell("%advise net batch --devices 8 --precision BF16 --batch 64")
+    options = ip.find_magic("advise").__self__.last_view.options
+    assert (options["mode"], options["hardware"], options["num_devices"], options["precision"],
+            options["batch_size"]) == ("infer", "NVIDIA H100 SXM", 8, "bf16", 64)
+
+
+@pytest.mark.usefixtures("advised")
+def test_advisor_errors_become_one_line_usage_errors(ip):
+    # UnknownHardwareError from the catalog, shown without a traceback.
+    message = run_error(ip, '%advise net batch --hardware "H100 SXN"')
+    assert message.startswith("hardware 'H100 SXN' is not in the catalog")
+    assert "Did you mean 'NVIDIA H100 SXM'" in message
+    # The batch tensor passed as the model: InvalidModelError.
+    assert "expected a torch.nn.Module" in run_error(ip, "%advise batch batch")
+
+
+@pytest.mark.usefixtures("advised")
+def test_dashboard_in_a_kernel_and_insert_follows_its_sliders(ip, monkeypatch):
+    from IPython.utils.capture import capture_output
+
+    from aiadvisor.magics import Advisor
+    from aiadvisor.widgets.dashboard import Dashboard
+
+    monkeypatch.setattr(Advisor, "_use_widgets", lambda self: True)
+    with capture_output() as captured:
+        ip.run_cell(f'%advise net batch --hardware "{TARGET}"')
+    dashboard = ip.find_magic("advise").__self__.last_view
+    assert isinstance(dashboard, Dashboard)
+    # First the progress bar, then (same display id) the dashboard in its place.
+    views = [o.data.get("application/vnd.jupyter.widget-view+json") for o in captured.outputs]
+    assert views[-1]["model_id"] == dashboard.model_id
+    # The user drags batch size to 64; --insert uses the report the dashboard now shows.
+    dashboard.batch.set_state({"index": list(dashboard.batch.options).index(64)})
+    assert dashboard.report.profile.batch_size == 64
+    ip.run_cell("%advise --insert 1")
+    assert ip.rl_next_input == dashboard.report.recommendations[0].code
+
+
+def test_widgets_need_a_kernel_and_the_ui_packages(ip, monkeypatch):
+    import importlib.util
+
+    magics = ip.find_magic("advise").__self__
+    assert magics._use_widgets() is False  # a terminal shell: no kernel, no widgets
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    assert magics._use_widgets() is True
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "anywidget" else real(name, *a))
+    assert magics._use_widgets() is False  # anywidget missing: the static report instead
+    monkeypatch.undo()
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    ip.run_cell("%config Advisor.widgets = False")
+    assert magics._use_widgets() is False
+
+
+def test_quoted_values_lose_their_quotes(ip):
+    # Quotes group a name with spaces; they must not reach the advisor.
+    from aiadvisor.magics import _parse
+
+    magic = ip.find_magic("advise")
+    args = _parse(magic, '''model x --hardware "NVIDIA H100 SXM" --precision 'bf16' ''')
+    assert (args.hardware, args.precision) == ("NVIDIA H100 SXM", "bf16")
+    assert "could not split" in run_error(ip, '%advise model x --hardware "H100')

@@ -76,7 +76,8 @@ class Dashboard(W.VBox):
         self.tabs = W.Tab(children=[v.box for v in self.views], titles=TAB_TITLES)
         self.tabs.observe(self._on_tab, names="selected_index")
         controls = W.HBox([self.batch, self.seq, self.devices, self.precision, self.hardware],
-                          layout=W.Layout(flex_flow="row wrap", gap="4px 16px"))
+                          layout=W.Layout(flex_flow="row wrap"))
+        controls.add_class("aiadvisor-controls")
         style = W.HTML(f"<style>{CSS.read_text()}</style>",
                        layout=W.Layout(display="none"))
         self.children = [style, self.header, controls, self.errors, self.tabs]

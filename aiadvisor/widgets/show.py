@@ -42,10 +42,22 @@ def show_advice(model: Any, inputs: Any, *, options: dict[str, Any], shell: Any,
 
     if not use_widgets:
         report = advise(model, inputs, **options)
-        display(report)
+        # The full text, not repr(), for plain-text front ends (terminal IPython, consoles).
+        display({"text/html": report._repr_html_(), "text/plain": str(report)}, raw=True)
         return report
     return _show_dashboard(advise, model, inputs, options=options, shell=shell,
                            offline_charts=offline_charts, display=display)
+
+
+def _profile(model: Any, inputs: Any, options: dict[str, Any]) -> Any:
+    """Trace the step first (the slow part), as ``advise`` would, so progress can say so."""
+    from ..api import _profile_precision
+    from ..profiler import profile
+
+    mode = options.get("mode", "train")
+    return profile(model, inputs, mode=mode,
+                   precision=_profile_precision(options.get("precision"), mode),
+                   model_name=options.get("model_name", "model"))
 
 
 def _show_dashboard(advise: Any, model: Any, inputs: Any, *, options: dict[str, Any],
@@ -61,9 +73,11 @@ def _show_dashboard(advise: Any, model: Any, inputs: Any, *, options: dict[str, 
     progress = W.HBox([bar, detail])
     handle = display(progress, display_id=True)
     try:
-        report = advise(model, inputs, **options)
-        bar.value, bar.description = 2, "Building the dashboard…"
-        detail.value = "ranking devices, plans and recommendations"
+        profile = _profile(model, inputs, options)
+        bar.value, bar.description = 2, "Advising…"
+        detail.value = "ranking devices, precisions, parallel plans and tactics"
+        report = advise(profile, inputs, **options)
+        bar.value, bar.description = 3, "Drawing…"
         from .charts import use_offline_bundle
         from .dashboard import Dashboard
 
