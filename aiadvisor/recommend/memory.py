@@ -320,7 +320,7 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
     Parameters
     ----------
     prof : ModelProfile
-        The profile; its batch is the batch of one data-parallel replica.
+        The profile; its batch is what each device contributes to a step.
     config : ParallelConfig
         The plan.
     precision : str
@@ -328,11 +328,14 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
     parts : ActivationParts, optional
         Precomputed :func:`activation_parts` (saves the ``prof.at`` calls).
     micro_batch : int, optional
-        Samples per forward pass (default: the profile's batch / ``grad_accum_steps``).
+        Samples per forward pass of a replica (default: from the plan's layout when each device
+        contributes the profile's batch, :func:`~aiadvisor.recommend.predictor.layout`).
     """
+    from .predictor import layout
+
     parts = parts or activation_parts(prof, precision=precision)
     if micro_batch is None:
-        micro_batch = max(1, prof.batch_size // config.grad_accum_steps)
+        micro_batch = layout(config, prof.batch_size).micro_batch
     states = model_state_memory(prof, config, precision=precision)
     activations, other = activation_memory(parts, config, micro_batch=micro_batch)
     return replace(states, activations_bytes=activations, other_bytes=other)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiadvisor.schema import HardwareSpec, MemoryBreakdown, ModelProfile
+from aiadvisor.schema import HardwareSpec, MemoryBreakdown, ModelProfile, OpRecord
 
 # NVIDIA H100 SXM datasheet: 80 GB HBM3, 3.35 TB/s, 989.4 dense BF16 TFLOPS, NVLink 4 900 GB/s.
 H100 = HardwareSpec(name="NVIDIA H100 SXM", vendor="NVIDIA", kind="gpu", memory_gb=80,
@@ -24,11 +24,20 @@ def make_profile(*, num_params: int, num_blocks: int = 0, block_params: int = 0,
     memory = MemoryBreakdown(weights_bytes=2 * num_params, grads_bytes=2 * trainable,
                              optimizer_bytes=4 * trainable, activations_bytes=act,
                              inputs_bytes=inputs, peak_bytes=8 * num_params + act)
+    # One GEMM per block and phase: 2 FLOPs per parameter per sample forward, 4 backward.
+    phases = [("forward", 2)] + ([("backward", 4)] if mode == "train" else [])
+    ops = tuple(
+        OpRecord(op="aten.mm", op_class="gemm", phase=phase, module="blocks", dtype="bfloat16",
+                 count=max(1, num_blocks), flops=k * num_params * batch_size,
+                 bytes_read=2 * num_params + act, bytes_written=act)
+        for phase, k in phases
+    )
     return ModelProfile(
         model_name="hand", model_type="Hand", mode=mode, precision="bf16", optimizer=optimizer,
         batch_size=batch_size, seq_len=seq_len, num_params=num_params,
-        num_trainable_params=trainable, flops_forward=1e12, flops_backward=2e12,
-        flops_optimizer=1e9, memory=memory, ops=(), param_dtype="bfloat16",
+        num_trainable_params=trainable, flops_forward=2 * num_params * batch_size,
+        flops_backward=4 * num_params * batch_size if mode == "train" else 0,
+        flops_optimizer=0, memory=memory, ops=ops, param_dtype="bfloat16",
         compute_dtype="bfloat16", num_blocks=num_blocks, block_param_bytes=2 * block_params,
         block_activation_bytes=block_act, block_output_bytes=block_out,
     )

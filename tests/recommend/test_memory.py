@@ -73,15 +73,24 @@ def test_fsdp_keeps_a_gathered_block_and_its_gradients():
 def test_tensor_parallel_divides_states_and_activations():
     m = _mem(ParallelConfig(dp_degree=4, tp_degree=2))
     assert (m.weights_bytes, m.optimizer_bytes) == pytest.approx((1e9, 6e9))
-    assert m.activations_bytes == pytest.approx(ACT / 2)  # sequence parallel: all / tp
+    # Each device contributes 4 samples: a replica of 2 devices runs 8, and with sequence
+    # parallelism each device stores half of them: the same bytes as DDP's 4 samples.
+    assert m.activations_bytes == pytest.approx(ACT)
+    # For a fixed replica batch, tensor parallel halves the activations.
+    prof = make_profile(**HAND)
+    fixed = device_memory(prof, ParallelConfig(dp_degree=4, tp_degree=2), precision="bf16",
+                          micro_batch=4)
+    assert fixed.activations_bytes == pytest.approx(ACT / 2)
 
 
 def test_pipeline_first_stage_holds_pp_microbatches():
     m = _mem(ParallelConfig(dp_degree=4, pp_degree=2, num_microbatches=8))
     # stage params: 5 blocks of 9e7 + half of the 1e8 outside the blocks = 5e8 -> 2 bytes each
     assert m.weights_bytes == pytest.approx(1e9)
-    # 5 layers x 2 micro-batches in flight x 1e8 = the same as 10 layers of one (Korthikanti)
-    assert m.activations_bytes == pytest.approx(5 * 2 * 1e8 + 5e7)
+    # A replica (2 devices x 4 samples) runs 8 micro-batches of 1 sample (1e8 / 4 per block):
+    # 5 layers x 2 micro-batches in flight = as much as 10 layers of one (Korthikanti 4.2),
+    # plus one sample's activations outside the blocks (5e7 / 4).
+    assert m.activations_bytes == pytest.approx(5 * 2 * 1e8 / 4 + 5e7 / 4)
 
 
 def test_full_checkpointing_keeps_block_inputs_plus_one_block():

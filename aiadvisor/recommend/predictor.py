@@ -1,0 +1,142 @@
+"""Cached calls to the cost model, and speedups with intervals from its predictions.
+
+Batch conventions: the advisor's profiles hold the batch *per device* ("1 x 2048 per device"),
+so every plan on N devices trains on the same ``N x batch`` samples per optimizer step and plans
+compare fairly. A data-parallel replica of ``tp x pp`` devices runs ``tp x pp x batch`` samples,
+in ``num_microbatches`` pipeline micro-batches and ``grad_accum_steps`` accumulation steps.
+:func:`aiadvisor.costmodel.predict` takes the batch of the whole step and splits it the same way;
+:meth:`Predictor.plan` converts one into the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import AIAdvisorError
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A prediction, or why there is none (an impossible combination, explained)."""
+
+    prediction: Prediction | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Layout:
+    global_batch: int
+    """Samples per optimizer step over all devices."""
+    replica_batch: int
+    """Samples per step of one data-parallel replica (``tp x pp`` devices)."""
+    micro_batch: int
+    """Samples per forward pass of a replica (after pipeline and accumulation splits)."""
+
+
+def layout(config: ParallelConfig, per_device_batch: int) -> Layout:
+    """Batch sizes of ``config`` when each device contributes ``per_device_batch`` samples.
+
+    >>> layout(ParallelConfig(dp_degree=2, tp_degree=4), 1)
+    Layout(global_batch=8, replica_batch=4, micro_batch=4)
+    """
+    total = config.num_devices * per_device_batch
+    replica = total // config.dp_degree
+    splits = config.grad_accum_steps * (config.num_microbatches if config.pp_degree > 1 else 1)
+    return Layout(global_batch=total, replica_batch=replica, micro_batch=max(1, replica // splits))
+
+
+def global_batch(config: ParallelConfig, per_device_batch: int) -> int:
+    """Samples per optimizer step over all devices."""
+    return config.num_devices * per_device_batch
+
+
+class Predictor:
+    """Memoised :func:`aiadvisor.costmodel.predict` and ``prof.at`` calls.
+
+    Cache entries keep a reference to their profile and are matched by identity, so a profile
+    that has been garbage-collected can never answer for a new one with the same ``id``.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, tuple[ModelProfile, Outcome]] = {}
+        self._at: dict[tuple, tuple[ModelProfile, ModelProfile]] = {}
+
+    # -- profiles ----------------------------------------------------------------------------
+    def at(self, prof: ModelProfile, batch_size: int) -> ModelProfile:
+        """``prof.at(batch_size=...)``, memoised."""
+        if batch_size == prof.batch_size:
+            return prof
+        key = (id(prof), batch_size)
+        hit = self._at.get(key)
+        if hit is None or hit[0] is not prof:
+            hit = self._at[key] = (prof, prof.at(batch_size=batch_size))
+        return hit[1]
+
+    def step_profile(self, prof: ModelProfile, config: ParallelConfig) -> ModelProfile:
+        """The profile of the whole step when each device contributes ``prof``'s batch."""
+        return self.at(prof, global_batch(config, prof.batch_size))
+
+    # -- predictions -------------------------------------------------------------------------
+    def outcome(self, step_prof: ModelProfile, spec: HardwareSpec, *, precision: str,
+                parallel: ParallelConfig | None = None) -> Outcome:
+        """The cost model on ``step_prof`` as a whole step (global batch)."""
+        parallel = parallel or ParallelConfig()
+        key = (id(step_prof), spec.name, id(spec), precision, parallel)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not step_prof:
+            hit = self._cache[key] = (step_prof, self._run(step_prof, spec, precision, parallel))
+        return hit[1]
+
+    def plan(self, prof: ModelProfile, spec: HardwareSpec, *, precision: str,
+             parallel: ParallelConfig) -> Outcome:
+        """The cost model when each device of ``parallel`` contributes ``prof``'s batch."""
+        try:
+            step = self.step_profile(prof, parallel)
+        except AIAdvisorError as exc:  # a profile without scaling traces cannot be rescaled
+            return Outcome(None, str(exc))
+        return self.outcome(step, spec, precision=precision, parallel=parallel)
+
+    def __call__(self, prof: ModelProfile, spec: HardwareSpec, *, precision: str,
+                 parallel: ParallelConfig | None = None) -> Prediction | None:
+        """:meth:`plan`'s prediction (None when the combination cannot run)."""
+        return self.plan(prof, spec, precision=precision,
+                         parallel=parallel or ParallelConfig()).prediction
+
+    @staticmethod
+    def _run(prof, spec, precision, parallel) -> Outcome:
+        from ..costmodel import step_time
+
+        try:
+            return Outcome(step_time(prof, spec, precision, parallel))
+        except AIAdvisorError as exc:  # e.g. fp8 on a T4: explained, never raised
+            return Outcome(None, str(exc))
+
+
+@dataclass(frozen=True)
+class Speedup:
+    point: float
+    low: float
+    high: float
+
+
+def speedup(base: Prediction, new: Prediction) -> Speedup:
+    """Time per sample of ``base`` over ``new``, with an interval from the cost model's low/high
+    bounds (the ratio of the optimistic bounds and of the pessimistic ones, widened to contain
+    the point). Per sample, so plans with different global batches compare fairly."""
+    def per_sample(pred: Prediction, seconds: float) -> float:
+        samples = pred.throughput * pred.step_time_s
+        return seconds / samples
+
+    point = per_sample(base, base.step_time_s) / per_sample(new, new.step_time_s)
+    ratios = [point]
+    if new.low_s > 0 and new.high_s > 0:
+        ratios += [per_sample(base, base.low_s) / per_sample(new, new.low_s),
+                   per_sample(base, base.high_s) / per_sample(new, new.high_s)]
+    return Speedup(point=point, low=min(ratios), high=max(ratios))
+
+
+def throughput_gain(base: Prediction, new: Prediction) -> Speedup:
+    """Samples per second of ``new`` over ``base`` (e.g. for a larger batch): the same as
+    :func:`speedup`, which compares time per sample."""
+    return speedup(base, new)
