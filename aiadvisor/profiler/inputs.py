@@ -86,7 +86,7 @@ def resized_shape(t: torch.Tensor, spec: InputSpec, batch_size: int, seq_len: in
 
 
 def build(spec: InputSpec, *, batch_size: int, seq_len: int | None, device: torch.device,
-          autograd: bool = False) -> tuple[tuple, dict]:
+          float_dtype: torch.dtype | None = None) -> tuple[tuple, dict]:
     """Fresh tensors with the inputs' dtypes at the given sizes, created in the ambient mode
     (inside ``FakeTensorMode`` they are fake). Values are left uninitialised except for integer
     inputs, which are zero (valid token ids / indices)."""
@@ -96,10 +96,7 @@ def build(spec: InputSpec, *, batch_size: int, seq_len: int | None, device: torc
             return x
         shape = resized_shape(x, spec, batch_size, seq_len)
         if x.is_floating_point():
-            t = torch.empty(shape, dtype=x.dtype, device=device)
-            if autograd and x.requires_grad:
-                t.requires_grad_(True)
-            return t
+            return torch.empty(shape, dtype=float_dtype or x.dtype, device=device)
         return torch.zeros(shape, dtype=x.dtype, device=device)
 
     return tree_map(make, (spec.args, spec.kwargs))

@@ -57,7 +57,10 @@ def cpu_peak_bytes(fn) -> tuple[int, object]:
 def _step_fn(model, spec, *, mode: str, optimizer: str, precision: str, device: torch.device):
     """A closure running one step on fresh copies of everything; returns nothing."""
     train = mode == "train"
-    dtype = AUTOCAST_DTYPES.get(precision)
+    half = AUTOCAST_DTYPES.get(precision)
+    # As in the trace: autocast for training, the model itself in 16 bits for inference.
+    dtype = half if train else None
+    float_dtype = None if train else half
 
     def autocast():
         if dtype is None:
@@ -79,8 +82,9 @@ def _step_fn(model, spec, *, mode: str, optimizer: str, precision: str, device: 
                 functional_call(model, mapping, args, kwargs, tie_weights=True, strict=False)
 
     def make_state():
-        mapping, trainable, _ = _stand_ins(model, path="real", device=device, train=train)
-        args, kwargs = _real_inputs_full(spec, device)
+        mapping, trainable, _ = _stand_ins(model, path="real", device=device, train=train,
+                                           float_dtype=float_dtype)
+        args, kwargs = _real_inputs_full(spec, device, float_dtype)
         opt = OPTIMIZER_CLASSES[optimizer](trainable) if train and optimizer in OPTIMIZER_CLASSES \
             else None
         return mapping, trainable, args, kwargs, opt

@@ -10,18 +10,20 @@ def profile_text(prof: ModelProfile, *, top: int = 8) -> str:
     """A readable block: sizes, FLOPs, memory breakdown and the costliest modules."""
     shape = f"batch {prof.batch_size}" + (f" x seq {prof.seq_len}" if prof.seq_len else "")
     m = prof.memory
+    optimizer = f"optimizer {prof.optimizer}" if prof.mode == "train" else "no optimizer"
+    flops = (f"forward {fmt_flops(prof.flops_forward)}, backward {fmt_flops(prof.flops_backward)}"
+             f", optimizer {fmt_flops(prof.flops_optimizer)}")
+    memory = ", ".join(f"{label} {fmt_bytes(value)}" for label, value in (
+        ("weights", m.weights_bytes), ("grads", m.grads_bytes), ("optimizer", m.optimizer_bytes),
+        ("activations", m.activations_bytes), ("inputs", m.inputs_bytes)))
+    how = "predicted from fake tensors" if prof.path != "real" else "from a real small batch, scaled"
     lines = [
-        f"{prof.model_name} ({prof.model_type}) - {prof.mode}, {prof.precision}, "
-        f"{'optimizer ' + prof.optimizer if prof.mode == 'train' else 'no optimizer'}, {shape}",
+        f"{prof.model_name} ({prof.model_type}) - {prof.mode}, {prof.precision}, {optimizer}, {shape}",
         f"  parameters        {prof.num_params:,} ({prof.num_trainable_params:,} trainable)",
-        f"  FLOPs per step    forward {fmt_flops(prof.flops_forward)}, backward "
-        f"{fmt_flops(prof.flops_backward)}, optimizer {fmt_flops(prof.flops_optimizer)}",
+        f"  FLOPs per step    {flops}",
         f"  bytes moved       {fmt_bytes(prof.bytes_per_step)} per step (sum over ops)",
-        "  memory            weights {}, grads {}, optimizer {}, activations {}, inputs {}".format(
-            fmt_bytes(m.weights_bytes), fmt_bytes(m.grads_bytes), fmt_bytes(m.optimizer_bytes),
-            fmt_bytes(m.activations_bytes), fmt_bytes(m.inputs_bytes)),
-        f"  peak memory       {fmt_bytes(m.peak_bytes)} (predicted from fake tensors)"
-        if prof.path != "real" else f"  peak memory       {fmt_bytes(m.peak_bytes)}",
+        f"  memory            {memory}",
+        f"  peak memory       {fmt_bytes(m.peak_bytes)} ({how})",
     ]
     if prof.measured_step_time_s is not None:
         lines.append(f"  measured          step {prof.measured_step_time_s * 1e3:.1f} ms, peak "

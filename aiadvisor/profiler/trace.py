@@ -66,8 +66,10 @@ def _unique_named(model: nn.Module):
         yield name, b, False
 
 
-def _stand_ins(model: nn.Module, *, path: str, device: torch.device, train: bool):
-    """Fresh tensors shaped like each parameter/buffer (ties kept), on ``device``."""
+def _stand_ins(model: nn.Module, *, path: str, device: torch.device, train: bool,
+               float_dtype: torch.dtype | None = None):
+    """Fresh tensors shaped like each parameter/buffer (ties kept), on ``device``; floating
+    tensors in ``float_dtype`` when given (a model converted with ``.to(dtype)``)."""
     by_id: dict[int, torch.Tensor] = {}
     mapping: dict[str, torch.Tensor] = {}
     trainable: list[torch.Tensor] = []
@@ -76,8 +78,12 @@ def _stand_ins(model: nn.Module, *, path: str, device: torch.device, train: bool
         if new is None:
             if path == "real":
                 new = t.detach().clone()
+                if float_dtype is not None and new.is_floating_point():
+                    new = new.to(float_dtype)
             else:
-                new = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype,
+                dtype = float_dtype if float_dtype is not None and t.is_floating_point() \
+                    else t.dtype
+                new = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dtype,
                                           device=device)
             if is_param and train and t.requires_grad:
                 new.requires_grad_(True)
@@ -111,7 +117,12 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     if path == "meta":
         device = torch.device("meta")
     fake_mode = FakeTensorMode() if path == "fake" else contextlib.nullcontext()
-    autocast_dtype = AUTOCAST_DTYPES.get(precision)
+    half = AUTOCAST_DTYPES.get(precision)
+    # Training in 16 bits is mixed precision: FP32 weights under autocast. Inference stores the
+    # model itself in 16 bits (``model.to(dtype)``); 8/4-bit weight formats compute in 16 bits
+    # too, and their smaller weights are accounted for by the caller.
+    autocast_dtype = half if train else None
+    float_dtype = None if train else half
     autocast = contextlib.nullcontext()
     if autocast_dtype is not None and path != "meta" and device.type in ("cpu", "cuda", "xpu", "mps"):
         autocast = torch.autocast(device_type=device.type, dtype=autocast_dtype)
@@ -129,12 +140,13 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     tracker.post_forward = post_fw
     with _modes(model, train), fake_mode:
         root.train(train)
-        mapping, trainable, tensors = _stand_ins(root, path=path, device=device, train=train)
+        mapping, trainable, tensors = _stand_ins(root, path=path, device=device, train=train,
+                                                 float_dtype=float_dtype)
         if path == "real":
-            args, kwargs = _real_inputs(spec, device, batch_size)
+            args, kwargs = _real_inputs(spec, device, batch_size, float_dtype)
         else:
             args, kwargs = inputs_mod.build(spec, batch_size=batch_size, seq_len=seq_len,
-                                            device=device)
+                                            device=device, float_dtype=float_dtype)
         for t in tensors:
             recorder.track(t, "weights")
         for t in tree_flatten((args, kwargs))[0]:
@@ -167,7 +179,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         del out
         recorder.detach_all()
     block_act = sum(v for k, v in by_module.items() if is_block_module(k, plan))
-    traced_dtype = autocast_dtype if autocast_dtype is not None and path != "meta" else None
+    traced_dtype = float_dtype or (autocast_dtype if path != "meta" else None)
     compute_dtype = str(traced_dtype or _param_dtype(model)).removeprefix("torch.")
     return TraceResult(
         aggs=recorder.aggs, weights_bytes=weights_bytes, inputs_bytes=inputs_bytes,
@@ -211,7 +223,8 @@ def _unique_bytes(tensors) -> int:
     return total
 
 
-def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: int):
+def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: int,
+                 float_dtype: torch.dtype | None = None):
     """The first ``batch_size`` samples of the user's own inputs, copied (never the user's
     tensors)."""
     from torch.utils._pytree import tree_map
@@ -219,19 +232,14 @@ def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: i
     def one(x):
         if isinstance(x, torch.Tensor):
             y = x[:batch_size] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
-            return y.detach().clone().to(device)
+            y = y.detach().clone().to(device)
+            return y.to(float_dtype) if float_dtype is not None and y.is_floating_point() else y
         return x
 
     return tree_map(one, (spec.args, spec.kwargs))
 
 
-def _real_inputs_full(spec: inputs_mod.InputSpec, device: torch.device):
+def _real_inputs_full(spec: inputs_mod.InputSpec, device: torch.device,
+                      float_dtype: torch.dtype | None = None):
     """Copies of the user's inputs, whole batch, on ``device``."""
-    from torch.utils._pytree import tree_map
-
-    def copy(x):
-        if isinstance(x, torch.Tensor):
-            return x.detach().clone().to(device)
-        return x
-
-    return tree_map(copy, (spec.args, spec.kwargs))
+    return _real_inputs(spec, device, spec.batch_size, float_dtype)

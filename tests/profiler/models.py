@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -82,7 +84,7 @@ class MLP(nn.Module):
     def __init__(self, sizes=(256, 1024, 1024, 10)):
         super().__init__()
         layers = []
-        for a, b in zip(sizes[:-1], sizes[1:]):
+        for a, b in itertools.pairwise(sizes):
             layers += [nn.Linear(a, b), nn.GELU()]
         self.net = nn.Sequential(*layers[:-1])
 

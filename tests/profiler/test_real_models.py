@@ -95,6 +95,39 @@ def test_training_peak_within_10_percent_of_measured(family):
     assert predicted == pytest.approx(measured, rel=0.10)
 
 
+@pytest.mark.parametrize("family", ["gpt2", "bert"])
+def test_bf16_mixed_precision_training_peak_within_10_percent_of_measured(family):
+    model, x = models.FAMILIES[family]()
+
+    def step():  # autocast with FP32 master weights, as torch.amp recommends
+        m = copy.deepcopy(model)
+        opt = torch.optim.AdamW(m.parameters())
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = first_float(call(m, x)).sum()
+        loss.backward()
+        opt.step()
+
+    measured, _ = cpu_peak_bytes(step)
+    prof = aa.profile(model, x, mode="train", precision="bf16")
+    assert prof.memory.peak_bytes == pytest.approx(measured, rel=0.10)
+
+
+@pytest.mark.parametrize("family", ["llama", "mlp"])
+def test_bf16_inference_peak_within_10_percent_of_measured(family):
+    model, x = models.FAMILIES[family]()
+    m = copy.deepcopy(model).to(torch.bfloat16).eval()  # weights stored in 16 bits
+    x16 = x.to(torch.bfloat16) if x.is_floating_point() else x
+    resident = sum(t.numel() * t.element_size() for t in [*m.parameters(), *m.buffers(), x16])
+
+    def step():
+        with torch.no_grad():
+            m(x16)
+
+    during, _ = cpu_peak_bytes(step)
+    prof = aa.profile(model, x, mode="infer", precision="bf16")
+    assert prof.memory.peak_bytes == pytest.approx(resident + during, rel=0.10)
+
+
 def test_inference_peak_within_10_percent_of_measured():
     model, x = models.gpt2()
 
