@@ -59,8 +59,9 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
                 "fit_text": _fit_text(row.get(fits) if fits else True)}
                for (_, row), on in zip(data.iterrows(), front)]
     on_front = sorted((r for r in records if r["pareto"]), key=lambda r: r["cost"])
-    x = alt.X("cost:Q", scale=alt.Scale(type="log"), title=cost_title)
-    y = alt.Y("speed:Q", scale=alt.Scale(type="log"), title=speed_title)
+    # Log scales fitted to the data (nice=False): devices cluster within a decade or two.
+    x = alt.X("cost:Q", scale=alt.Scale(type="log", nice=False, padding=12), title=cost_title)
+    y = alt.Y("speed:Q", scale=alt.Scale(type="log", nice=False, padding=12), title=speed_title)
     line = chart("line", on_front, color="#888888", strokeDash=[5, 3],
                  encoding={"x": x, "y": y, "order": alt.Order("cost:Q")})
     points = chart("point", records, filled=True, size=70, opacity=0.85, encoding={
@@ -68,7 +69,9 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
         "color": alt.Color("colour:N", title=colour, scale=alt.Scale(range=list(PALETTE))),
         "shape": alt.Shape("fit_text:N", title=None,
                            scale=alt.Scale(domain=["fits", "does not fit"],
-                                           range=["circle", "cross"])),
+                                           range=["circle", "cross"]),
+                           legend=alt.Legend(symbolFillColor="#888888",
+                                             symbolStrokeColor="#888888")),
         "tooltip": [alt.Tooltip("name:N", title="device"),
                     alt.Tooltip("speed:Q", title=speed_title, format=",.3g"),
                     alt.Tooltip("cost:Q", title=cost_title, format=",.3g"),

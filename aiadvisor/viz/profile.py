@@ -22,7 +22,7 @@ def _labels(frame: pd.DataFrame) -> list[str]:
     """``name (Type)``, with ``×N`` for rows that stand for N repeated blocks."""
     out = []
     for module, kind, repeat in zip(frame["module"], frame["type"], frame["repeat"]):
-        label = f"{module} ({kind})" if kind and not module.endswith("(own ops)") else module
+        label = f"{module} ({kind})" if kind and "own ops" not in module else module
         out.append(f"{label} ×{repeat}" if repeat > 1 else label)
     return out
 
@@ -57,12 +57,13 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
                   flop_div, fmt_flops)
     memory = _long(labels, frame, {"param_bytes": "weights",
                                    "activation_bytes": "saved activations"}, byte_div, fmt_bytes)
-    left = chart("bar", flops, width=260, height=alt.Step(18), encoding={
+    left = chart("bar", flops, width=240, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=f"{flop_name} per step", stack="zero"),
         "y": alt.Y("label:N", sort=labels, title=None),
         "color": alt.Color("part:N", title="FLOPs", sort=["forward", "backward"],
                            scale=alt.Scale(domain=["forward", "backward"],
-                                           range=list(PALETTE[:2]))),
+                                           range=list(PALETTE[:2])),
+                           legend=alt.Legend(orient="bottom")),
         "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
                     alt.Tooltip("text:N", title="FLOPs")]})
     right = chart("bar", memory, width=200, height=alt.Step(18), encoding={
@@ -70,7 +71,8 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
         "y": alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
         "color": alt.Color("part:N", title="Memory",
                            scale=alt.Scale(domain=["weights", "saved activations"],
-                                           range=list(PALETTE[2:4]))),
+                                           range=list(PALETTE[2:4])),
+                           legend=alt.Legend(orient="bottom")),
         "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="kind"),
                     alt.Tooltip("text:N", title="bytes")]})
     both = alt.HConcatChart(hconcat=[left, right],

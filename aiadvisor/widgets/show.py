@@ -6,6 +6,7 @@ report's HTML and text where ipywidgets, anywidget or altair are missing.
 
 from __future__ import annotations
 
+import html
 import importlib.util
 from typing import Any
 
@@ -83,14 +84,14 @@ def _show_dashboard(advise: Any, model: Any, inputs: Any, *, options: dict[str, 
 
         use_offline_bundle(offline_charts)
         dashboard = Dashboard(report, cell_id=cell_id)
-    except BaseException:
-        progress.close()
-        if handle is not None:
-            handle.update({"text/plain": ""}, raw=True)
+    except BaseException as exc:
+        bar.bar_style, bar.description = "danger", "Failed"
+        detail.value = html.escape(f"{type(exc).__name__}: {exc}")
         raise
+    # The progress widgets are not closed: closing a view that the display update is replacing
+    # breaks JupyterLab's output area (lumino detachWidget error, blank output).
     if handle is not None:
         handle.update(dashboard)
     else:
         display(dashboard)
-    progress.close()
     return dashboard

@@ -24,7 +24,6 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-_APP_CLASS = {"lab": "LabApp", "notebook": "JupyterNotebookApp"}
 _URL_PREFIX = {"lab": "lab/tree", "notebook": "notebooks"}
 
 
@@ -48,7 +47,11 @@ def _free_port() -> int:
 
 
 class JupyterServer:
-    """``jupyter lab`` or ``jupyter notebook`` with isolated config, settings and runtime dirs."""
+    """``jupyter lab`` (or ``jupyter notebook``) with isolated config, settings and runtime dirs.
+
+    A ``jupyter lab`` server also serves Notebook 7 (its server extension is enabled by
+    default): ``url(name, app="notebook")`` opens the same file in Notebook 7.
+    """
 
     def __init__(self, root: Path, app: str = "lab") -> None:
         self.root, self.app = root, app
@@ -71,7 +74,9 @@ class JupyterServer:
         jupyter = Path(sys.executable).with_name("jupyter")
         cmd = [str(jupyter), self.app, "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
                f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={self.root}",
-               f"--{_APP_CLASS[self.app]}.expose_app_in_browser=True",
+               # window.jupyterapp for the driver, in JupyterLab and in Notebook 7
+               "--LabApp.expose_app_in_browser=True",
+               "--JupyterNotebookApp.expose_app_in_browser=True",
                "--LabApp.news_url=None",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                "--LabApp.extension_manager=readonly"]
@@ -105,8 +110,9 @@ class JupyterServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
-    def url(self, notebook: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{_URL_PREFIX[self.app]}/{notebook}?token={TOKEN}&reset"
+    def url(self, notebook: str, app: str | None = None) -> str:
+        prefix = _URL_PREFIX[app or self.app]
+        return f"http://127.0.0.1:{self.port}/{prefix}/{notebook}?token={TOKEN}&reset"
 
     def delete_sessions(self) -> None:
         """Shut the kernels down (frees the CPU for the next test)."""

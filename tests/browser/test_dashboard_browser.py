@@ -45,12 +45,20 @@ def _skip_without_browser() -> None:
 
 
 @pytest.fixture(scope="module")
-def playwright():
+def jupyter(tmp_path_factory):
+    """One ``jupyter lab`` server (it serves Notebook 7 too) and one chromium for the module."""
     _skip_without_browser()
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        yield pw
+    root = tmp_path_factory.mktemp("jupyter")
+    server = JupyterServer(root, "lab").start()
+    try:
+        with sync_playwright() as pw:
+            context = launch_browser(pw, root / "chromium-profile")
+            yield server, context
+            context.close()
+    finally:
+        server.stop()
 
 
 def _open_tab(page, title: str) -> None:
@@ -62,15 +70,15 @@ def _shoot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 
-def _run_scenario(playwright, tmp_path: Path, app: str, *, dark: bool) -> dict:
-    write_notebook(tmp_path / "advise.ipynb", [SETUP, ADVISE, CHECK, END])
-    server = JupyterServer(tmp_path, app).start()
-    context = launch_browser(playwright, tmp_path / "chromium-profile")
+def _run_scenario(jupyter, app: str, *, dark: bool) -> dict:
+    server, context = jupyter
+    name = f"advise_{app}.ipynb"
+    write_notebook(server.root / name, [SETUP, ADVISE, CHECK, END])
+    page = context.new_page()
     try:
-        page = context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(server.url("advise.ipynb"))
+        page.goto(server.url(name, app))
         nb = NotebookPage(page)
         nb.wait_ready()
         nb.run(0)
@@ -86,11 +94,14 @@ def _run_scenario(playwright, tmp_path: Path, app: str, *, dark: bool) -> dict:
         page.locator(".jp-Cell .cm-content", has_text=shown.splitlines()[0]).first.wait_for(
             timeout=5_000)
         _shoot(page, f"{app}_recommendations")
+        page.locator(".jp-Cell").nth(2).scroll_into_view_if_needed()
+        _shoot(page, f"{app}_inserted")
         nb.run(3)  # CHECK moved from 2 to 3 by the inserted cell
         kernel_side = json.loads(nb.output_text(3).strip().splitlines()[-1])
         if dark:
             nb.set_theme("JupyterLab Dark")
             _open_tab(page, "Profile")
+            page.locator(".aiadvisor-dashboard .vega-embed svg").first.scroll_into_view_if_needed()
             time.sleep(0.5)
             _shoot(page, f"{app}_profile_dark")
             _open_tab(page, "Hardware")
@@ -98,18 +109,22 @@ def _run_scenario(playwright, tmp_path: Path, app: str, *, dark: bool) -> dict:
             _shoot(page, f"{app}_hardware_dark")
         return {"inserted": inserted, "shown": shown, "kernel": kernel_side,
                 "sources": nb.sources(), "errors": errors}
+    except Exception:
+        _shoot(page, f"{app}_ERROR")
+        raise
     finally:
-        context.close()
-        server.stop()
+        page.close()
+        server.delete_sessions()  # free the CPU for the next front end
 
 
 @pytest.mark.parametrize("app", ["lab", "notebook"])
-def test_insert_below_puts_the_recommendation_under_the_advise_cell(playwright, tmp_path, app):
-    result = _run_scenario(playwright, tmp_path, app, dark=app == "lab")
+def test_insert_below_puts_the_recommendation_under_the_advise_cell(jupyter, app):
+    result = _run_scenario(jupyter, app, dark=app == "lab")
     assert result["inserted"], result["sources"]
     # The new cell (index 2, right under %advise) holds recommendation 1's code, as the kernel
     # knows it, and the button reported the insertion back to the kernel.
-    assert result["kernel"]["code"] == result["kernel"]["first"] == result["shown"]
+    assert result["kernel"]["code"] == result["kernel"]["first"]
     assert result["sources"][2] == result["kernel"]["first"]
     assert result["sources"][1] == ADVISE
     assert result["kernel"]["status"] == "inserted"
+    assert not [e for e in result["errors"] if "aiadvisor" in e or "anywidget" in e], result
