@@ -19,9 +19,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import aiadvisor as aa  # noqa: E402
-from aiadvisor.profiler.measure import cpu_peak_bytes  # noqa: E402
-from tests.profiler import models  # noqa: E402
+import aiadvisor as aa
+from aiadvisor.profiler.measure import cpu_peak_bytes
+from tests.profiler import models
 
 SIZES = {
     "small": {},
@@ -56,16 +56,42 @@ def measured_peak(model, x) -> int:
     return peak
 
 
+def measured_peak_cuda(model, x) -> int:
+    """On a GPU: torch.cuda.max_memory_allocated over the same user-style step."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    m = copy.deepcopy(model).cuda()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    out = m(**x) if isinstance(x, dict) else m(x)
+    first_float(out).sum().backward()
+    opt.step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del m, opt, out
+    return peak
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="medium", choices=sorted(SIZES))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="cuda: compare with torch.cuda.max_memory_allocated")
     args = parser.parse_args()
+    print(f"device: {args.device}")
     print(f"{'model':8}{'predicted MiB':>15}{'measured MiB':>15}{'error':>9}")
     errors = []
     for name, build in models.FAMILIES.items():
         model, x = build(**SIZES[args.sizes].get(name, {}))
+        if args.device == "cuda":
+            from torch.utils._pytree import tree_map
+
+            model = model.cuda()
+            x = tree_map(lambda t: t.cuda() if isinstance(t, torch.Tensor) else t, x)
+            measured = measured_peak_cuda(model, x)
+        else:
+            measured = measured_peak(model, x)
         predicted = aa.profile(model, x, mode="train", optimizer="adamw").memory.peak_bytes
-        measured = measured_peak(model, x)
         err = predicted / measured - 1
         errors.append(abs(err))
         print(f"{name:8}{predicted / 2**20:15.2f}{measured / 2**20:15.2f}{err:+9.1%}")
