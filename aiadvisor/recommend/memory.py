@@ -344,3 +344,24 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
 def usable_bytes(memory_bytes: float) -> float:
     """Device memory a plan may use: all of it minus :data:`HEADROOM_FRACTION`."""
     return memory_bytes * (1 - HEADROOM_FRACTION)
+
+
+class PartsSource:
+    """:func:`activation_parts` per precision for one profile, rescaled to a batch size.
+
+    The parts are linear in the batch (``ActivationParts.at_batch``), so they are computed once
+    per precision at the profile's own batch (a few ``prof.at`` calls each) and rescaled for any
+    other batch: moving a batch-size slider costs no re-analysis.
+    """
+
+    def __init__(self, prof: ModelProfile, *, batch_size: int | None = None,
+                 cache: dict[str, ActivationParts] | None = None) -> None:
+        self.prof = prof
+        self.batch_size = batch_size or prof.batch_size
+        self._cache = {} if cache is None else cache
+
+    def __call__(self, precision: str) -> ActivationParts:
+        if precision not in self._cache:
+            self._cache[precision] = activation_parts(self.prof, precision=precision)
+        parts = self._cache[precision]
+        return parts if parts.batch_size == self.batch_size else parts.at_batch(self.batch_size)

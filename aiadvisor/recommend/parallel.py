@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
-from ..units import GB, PRECISIONS, fmt_bytes
+from ..units import GB, PRECISIONS
 from .memory import (
     DEVICES_PER_NODE,
     HEADROOM_FRACTION,
@@ -33,6 +33,7 @@ from .memory import (
     usable_bytes,
 )
 from .predictor import Predictor, global_batch, layout
+from .render import fmt_gb
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,14 +148,31 @@ def _evaluate(prof, config, *, precision, parts, capacity_bytes) -> PlanRow:
                    fits=mem.total_bytes <= usable_bytes(capacity_bytes))
 
 
+#: Tensor and pipeline parallel are left out when plain data parallel fits using less than this
+#: fraction of the usable memory: they only add communication to a model that small.
+ROOMY_FRACTION = 0.5
+
+
+def _roomy(prof, num_devices, *, precision, parts, capacity_bytes) -> bool:
+    ddp = _evaluate(prof, ParallelConfig(dp_degree=num_devices), precision=precision,
+                    parts=parts, capacity_bytes=capacity_bytes)
+    return ddp.memory.total_bytes <= ROOMY_FRACTION * usable_bytes(capacity_bytes)
+
+
 def enumerate_plans(prof: ModelProfile, *, num_devices: int, precision: str,
                     capacity_bytes: float, parts: ActivationParts | None = None
                     ) -> list[PlanRow]:
     """Every base plan (fits or not) plus, for each base that does not fit, the first variant
-    that does (checkpointing, accumulation, then offload); memory only, no timing."""
+    that does (checkpointing, accumulation, then offload); memory only, no timing. Tensor and
+    pipeline parallel plans are skipped when plain data parallel fits with room to spare
+    (:data:`ROOMY_FRACTION`)."""
     parts = parts or activation_parts(prof, precision=precision)
+    roomy = _roomy(prof, num_devices, precision=precision, parts=parts,
+                   capacity_bytes=capacity_bytes)
     rows = []
     for base in _base_configs(prof, num_devices):
+        if roomy and (base.tp_degree > 1 or base.pp_degree > 1):
+            continue
         row = _evaluate(prof, base, precision=precision, parts=parts,
                         capacity_bytes=capacity_bytes)
         rows.append(row)
@@ -216,11 +234,11 @@ def _row_notes(row: PlanRow, prof: ModelProfile, spec: HardwareSpec) -> list[str
     if spec.memory_bytes is None:
         notes.append("device memory is not in the catalog: assumed to fit")
     elif not row.fits:
-        notes.append(f"needs {fmt_bytes(row.memory.total_bytes)} per device, "
-                     f"{fmt_bytes(usable_bytes(spec.memory_bytes or 0))} usable")
+        notes.append(f"needs {fmt_gb(row.memory.total_bytes)} per device, "
+                     f"{fmt_gb(usable_bytes(spec.memory_bytes or 0))} usable")
     if c.offload:
         per_node = row.memory.cpu_bytes * min(c.num_devices, DEVICES_PER_NODE)
-        notes.append(f"host memory per node: {fmt_bytes(per_node)} for offloaded states")
+        notes.append(f"host memory per node: {fmt_gb(per_node)} for offloaded states")
     if c.tp_degree > 1:
         notes.append("tensor parallel assumes sequence parallelism (activations / tp)")
     if c.pp_degree > 1:
@@ -361,9 +379,14 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
     if not any(r.fits and not r.config.offload for r in rows):
         advice = advice_when_nothing_fits(prof, spec, num_devices=num_devices,
                                           precision=precision, parts=parts, rows=rows)
+    notes = list(parts.notes)
+    if num_devices > 1 and (df["tp"] == 1).all() and (df["pp"] == 1).all() and prof.num_blocks:
+        notes.append("tensor and pipeline parallel not listed: plain data parallel fits in "
+                     f"under {ROOMY_FRACTION:.0%} of the memory, and they would only add "
+                     "communication")
     df.attrs.update({"hardware": spec.name, "num_devices": num_devices, "precision": precision,
                      "headroom_fraction": HEADROOM_FRACTION, "advice": advice,
-                     "notes": list(parts.notes)})
+                     "notes": notes})
     return df
 
 

@@ -61,6 +61,15 @@ class Predictor:
     def __init__(self) -> None:
         self._cache: dict[tuple, tuple[ModelProfile, Outcome]] = {}
         self._at: dict[tuple, tuple[ModelProfile, ModelProfile]] = {}
+        self._memo: dict[tuple, tuple[object, object]] = {}
+
+    def memo(self, owner: object, key: tuple, compute):
+        """``compute()`` once per (``owner`` object, ``key``), kept while the predictor lives."""
+        full = (id(owner), *key)
+        hit = self._memo.get(full)
+        if hit is None or hit[0] is not owner:
+            hit = self._memo[full] = (owner, compute())
+        return hit[1]
 
     # -- profiles ----------------------------------------------------------------------------
     def at(self, prof: ModelProfile, batch_size: int) -> ModelProfile:
@@ -87,6 +96,37 @@ class Predictor:
         if hit is None or hit[0] is not step_prof:
             hit = self._cache[key] = (step_prof, self._run(step_prof, spec, precision, parallel))
         return hit[1]
+
+    def prefill(self, step_prof: ModelProfile, specs: list[HardwareSpec], precisions: list[str],
+                num_devices: int) -> None:
+        """Predict plain data parallel on ``num_devices`` for many devices and precisions in one
+        vectorised call (:func:`aiadvisor.costmodel.predict_table`) and cache the results, so
+        that :meth:`plan` / :meth:`outcome` for them are free. Benchmarked ("local") specs are
+        left to :meth:`outcome`, which uses their measured curves."""
+        from ..costmodel import predict_table
+
+        parallel = ParallelConfig(dp_degree=num_devices)
+        todo = [s for s in specs if not s.measured and all(
+            (id(step_prof), s.name, id(s), p, parallel) not in self._cache for p in precisions)]
+        if not todo:
+            return
+        table = predict_table(step_prof, specs=todo, precisions=precisions,
+                              num_devices=num_devices)
+        by_name = {s.name: s for s in todo}
+        fields = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confidence",
+                  "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
+        for rec in table.to_dict(orient="records"):
+            spec = by_name.get(rec["hardware"])
+            if spec is None:
+                continue
+            values = {k: rec[k] for k in fields}
+            for k in fields:
+                if k not in ("bound", "confidence"):
+                    values[k] = float(values[k])
+            pred = Prediction(hardware=spec.name, precision=rec["precision"],
+                              num_devices=num_devices, **values)
+            key = (id(step_prof), spec.name, id(spec), rec["precision"], parallel)
+            self._cache[key] = (step_prof, Outcome(pred))
 
     def plan(self, prof: ModelProfile, spec: HardwareSpec, *, precision: str,
              parallel: ParallelConfig) -> Outcome:

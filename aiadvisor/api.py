@@ -1,0 +1,270 @@
+"""``aa.advise``: profile a model once, then rank hardware, precisions and parallel plans and
+recommend tactics with code. The returned :class:`Report` recomputes everything for other
+options (batch size, sequence length, devices, precision, hardware) from the captured profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from .codegen import CodeNames
+from .errors import check_choice
+from .schema import HardwareSpec, ModelProfile, Prediction, Recommendation
+from .units import MODES, OPTIMIZERS
+
+__all__ = ["Report", "advise"]
+
+
+def _call_style(example_inputs: Any) -> str:
+    if isinstance(example_inputs, dict):
+        return "kwargs"
+    if isinstance(example_inputs, (tuple, list)):
+        return "star"
+    return "positional"
+
+
+class Report:
+    """The advice for one model: plain values and DataFrames, recomputable for other options.
+
+    Attributes
+    ----------
+    profile : ModelProfile
+        The step at the report's batch size and sequence length.
+    hardware : pandas.DataFrame
+        The whole catalog ranked: step time, throughput, fit and devices needed, cost per million
+        samples, energy per sample (an upper bound from TDP), Pareto front of speed vs cost.
+    precision : pandas.DataFrame
+        fp32 ... nf4 on the chosen device: support, memory, predicted speedup, numerical risk.
+    parallel : pandas.DataFrame
+        :func:`aiadvisor.plan_parallel` for the chosen device and number of devices.
+    recommendations : list of Recommendation
+        Tactics that fired, each with its trigger, predicted gain and code.
+    prediction : Prediction or None
+        The cost model on the chosen device, precision and plan.
+    options : dict
+        hardware, num_devices, precision, batch_size, seq_len, mode (as used).
+    notes : list of str
+        Explanations: impossible combinations, what would make the model fit.
+    """
+
+    __slots__ = ("_advice", "_base", "_names", "_predictor", "_spec", "_specs")
+
+    def __init__(self, *, advice: Any, base: ModelProfile, names: CodeNames, spec: HardwareSpec,
+                 specs: list[HardwareSpec], predictor: Any) -> None:
+        for name, value in (("_advice", advice), ("_base", base), ("_names", names),
+                            ("_spec", spec), ("_predictor", predictor), ("_specs", specs)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_specs"):
+            raise AttributeError("Report is read-only; use report.with_options(...) for changes.")
+        object.__setattr__(self, name, value)
+
+    # -- the data ----------------------------------------------------------------------------
+    @property
+    def profile(self) -> ModelProfile:
+        return self._advice.profile
+
+    @property
+    def hardware(self):
+        return self._advice.hardware
+
+    @property
+    def precision(self):
+        return self._advice.precision
+
+    @property
+    def parallel(self):
+        return self._advice.parallel
+
+    @property
+    def recommendations(self) -> list[Recommendation]:
+        return list(self._advice.recommendations)
+
+    @property
+    def prediction(self) -> Prediction | None:
+        return self._advice.prediction
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self._advice.options)
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._advice.notes)
+
+    # -- recompute ---------------------------------------------------------------------------
+    def with_options(self, **changes: Any) -> Report:
+        """The report for other options, from the captured profile (no re-trace).
+
+        Parameters
+        ----------
+        **changes
+            Any of ``hardware``, ``num_devices``, ``precision``, ``batch_size``, ``seq_len``,
+            ``budget_usd_per_hour``.
+
+        Examples
+        --------
+        >>> bigger = report.with_options(batch_size=32, num_devices=8)  # doctest: +SKIP
+        """
+        from .recommend.advisor import compute, replace_options
+
+        options = replace_options(self._advice.options, changes)
+        spec = self._spec
+        if "hardware" in changes:
+            spec = _resolve_hardware(changes["hardware"])
+        advice = compute(self._base, spec=spec, specs=self._specs, options=options,
+                         names=self._names, predictor=self._predictor)
+        return Report(advice=advice, base=self._base, names=self._names, spec=spec,
+                      specs=self._specs, predictor=self._predictor)
+
+    # -- renderings --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-safe values (NaN becomes None)."""
+        from .recommend.advisor import prediction_dict, profile_summary
+
+        data = {
+            "options": self.options,
+            "profile": profile_summary(self.profile),
+            "prediction": prediction_dict(self.prediction),
+            "notes": self.notes,
+            "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
+            "hardware": self.hardware.to_dict(orient="records"),
+            "precision": self.precision.to_dict(orient="records"),
+            "parallel": self.parallel.to_dict(orient="records"),
+            "parallel_advice": self.parallel.attrs.get("advice", ""),
+        }
+        return _json_safe(data)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The report as JSON (standard JSON: no NaN)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def to_markdown(self) -> str:
+        from .recommend.render import to_markdown
+
+        return to_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from .recommend.render import to_html
+
+        return to_html(self)
+
+    def __str__(self) -> str:
+        from .recommend.render import to_text
+
+        return to_text(self)
+
+    def __repr__(self) -> str:
+        o = self._advice.options
+        return (f"<aiadvisor.Report {self.profile.model_name}: {o['mode']} on "
+                f"{o['num_devices']} x {o['hardware']} ({o['precision']}), "
+                f"{len(self._advice.recommendations)} recommendations>")
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _json_safe(value.item())
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+def _resolve_hardware(hardware: Any) -> HardwareSpec:
+    from .hardware import detect, resolve
+
+    if hardware is None:
+        return detect()
+    return resolve(hardware)
+
+
+def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
+           hardware: str | HardwareSpec | None = None, num_devices: int | None = None,
+           precision: str | None = None, batch_size: int | None = None,
+           seq_len: int | None = None, budget_usd_per_hour: float | None = None,
+           model_name: str = "model", inputs_name: str = "x",
+           optimizer_name: str = "optimizer", optimizer: str = "adamw",
+           measure: bool = False) -> Report:
+    """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
+
+    Parameters
+    ----------
+    model : torch.nn.Module or ModelProfile
+        The live model (profiled once, on fake tensors), or a profile from
+        :func:`aiadvisor.profile` (then ``example_inputs``, ``mode``, ``optimizer`` and
+        ``measure`` are taken from it).
+    example_inputs : Tensor, tuple or dict
+        One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
+    mode : {"train", "infer"}
+    hardware : str, HardwareSpec or None
+        A catalog name, a spec, ``"local"`` (benchmarked), or None for the attached device.
+    num_devices : int, optional
+        Devices to plan for (default 1).
+    precision : str, optional
+        The precision the model runs in now (default ``"fp32"``: plain PyTorch). A precision the
+        device cannot run is explained in ``report.notes`` and replaced by the nearest one.
+    batch_size, seq_len : int, optional
+        Advise for another batch size / sequence length than the example's (no re-trace).
+    budget_usd_per_hour : float, optional
+        Marks the hardware rows within budget and names the fastest of them.
+    model_name, inputs_name, optimizer_name : str
+        The variable names the generated code uses (validated Python identifiers).
+    optimizer : str
+        The optimizer to account for: adamw, adam, sgd, sgd_momentum or none.
+    measure : bool
+        Also time real steps on the attached device (see :func:`aiadvisor.profile`).
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> import torch, aiadvisor as aa
+    >>> model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+    >>> report = aa.advise(model, torch.randn(32, 64), hardware="H100 SXM")  # doctest: +SKIP
+    >>> report.recommendations[0].title  # doctest: +SKIP
+    """
+    from .hardware import all_specs
+    from .recommend.advisor import check_options, compute
+    from .recommend.predictor import Predictor
+
+    names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,
+                      call_style=_call_style(example_inputs))
+    options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
+               "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour}
+    check_options(options)
+    if isinstance(model, ModelProfile):
+        base = model
+    else:
+        check_choice("mode", mode, MODES)
+        check_choice("optimizer", optimizer, OPTIMIZERS)
+        from .profiler import profile
+
+        base = profile(model, example_inputs, mode=mode, optimizer=optimizer,
+                       precision=_profile_precision(precision, mode), measure=measure,
+                       model_name=model_name)
+    spec = _resolve_hardware(hardware)
+    specs = all_specs()
+    predictor = Predictor()
+    advice = compute(base, spec=spec, specs=specs, options=options, names=names,
+                     predictor=predictor)
+    return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
+                  predictor=predictor)
+
+
+def _profile_precision(precision: str | None, mode: str) -> str:
+    """Trace in the precision the model runs in now (plain PyTorch: fp32). Training in fp8 or
+    a weight-only format is traced in bf16 (autocast), the closest thing PyTorch runs."""
+    if precision is None or precision in ("fp32", "tf32", "bf16", "fp16"):
+        return precision or "fp32"
+    return "bf16" if mode == "train" else precision

@@ -1,0 +1,190 @@
+"""Wire a captured profile and the options into every table of a report (no torch, no UI)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..codegen import CodeNames
+from ..errors import InvalidArgumentError, check_choice
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
+from ..units import PRECISIONS
+from .memory import PartsSource
+from .parallel import MAX_DEVICES, plan_parallel_table
+from .precision import fallback_precision, precision_table
+from .predictor import Predictor
+from .ranking import rank_hardware
+from .tactics import Context, recommend
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OPTION_KEYS = ("hardware", "num_devices", "precision", "batch_size", "seq_len",
+               "budget_usd_per_hour")
+
+
+@dataclass
+class Advice:
+    """Everything a Report shows, computed from one profile and one set of options."""
+
+    profile: ModelProfile
+    spec: HardwareSpec
+    options: dict[str, Any]
+    hardware: pd.DataFrame
+    precision: pd.DataFrame
+    parallel: pd.DataFrame
+    recommendations: list[Recommendation]
+    prediction: Prediction | None
+    notes: list[str] = field(default_factory=list)
+
+
+def check_count(name: str, value: Any, *, upper: int | None = None) -> int | None:
+    """``value`` if it is None or an integer >= 1 (and <= ``upper``), else raise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (
+            upper is not None and value > upper):
+        limit = f" and <= {upper}" if upper else ""
+        raise InvalidArgumentError(f"{name}={value!r} is not valid: expected an integer >= 1{limit}.")
+    return value
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """Validate the option values a report can be recomputed with."""
+    check_count("num_devices", options.get("num_devices"), upper=MAX_DEVICES)
+    check_count("batch_size", options.get("batch_size"))
+    check_count("seq_len", options.get("seq_len"))
+    if options.get("precision") is not None:
+        check_choice("precision", options["precision"], PRECISIONS)
+    budget = options.get("budget_usd_per_hour")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not budget > 0):
+        raise InvalidArgumentError(
+            f"budget_usd_per_hour={budget!r} is not valid: expected a positive number of US "
+            "dollars per hour, or None."
+        )
+
+
+def _config_from_row(row: Any) -> ParallelConfig:
+    return ParallelConfig(dp_degree=int(row["dp"]), tp_degree=int(row["tp"]),
+                          pp_degree=int(row["pp"]), zero_stage=int(row["zero_stage"]),
+                          offload=bool(row["offload"]), checkpointing=str(row["checkpointing"]),
+                          grad_accum_steps=int(row["grad_accum_steps"]),
+                          num_microbatches=int(row["num_microbatches"]))
+
+
+def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
+                         notes: list[str]) -> str:
+    chosen = fallback_precision(spec, requested, mode=mode)
+    if chosen is None:
+        notes.append(f"{spec.name} has no published throughput for {requested} or any wider "
+                     "format; predictions use fp32 and are unreliable.")
+        return "fp32"
+    if chosen != requested:
+        why = ("it is a weight-only inference format" if mode == "train"
+               and requested in ("int8", "int4", "nf4")
+               else f"{spec.name} has no {requested} engine")
+        notes.append(f"precision {requested!r} cannot be used here ({why}); the report uses "
+                     f"{chosen!r}, the nearest supported precision.")
+    return chosen
+
+
+def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
+            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> Advice:
+    """Every table for ``base`` rescaled to the options' batch size and sequence length."""
+    notes: list[str] = []
+    batch, seq = options.get("batch_size"), options.get("seq_len")
+    # Profiles and activation analyses are memoised on the captured profile, so re-advising
+    # for another batch size or device count re-uses them (no re-trace, few prof.at calls).
+    seq_prof = predictor.memo(base, ("seq", seq), lambda: base.at(seq_len=seq))
+    prof = predictor.memo(seq_prof, ("batch", batch), lambda: seq_prof.at(batch_size=batch))
+    parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
+                            cache=predictor.memo(seq_prof, ("parts",), dict))
+    num_devices = options.get("num_devices") or 1
+    requested = options.get("precision") or "fp32"
+    precision = _effective_precision(spec, requested, prof.mode, notes)
+    parts = parts_for(precision)
+    parallel = plan_parallel_table(prof, spec=spec, num_devices=num_devices,
+                                   precision=precision, parts=parts, predictor=predictor)
+    config, fits = _chosen_plan(parallel, notes)
+    ctx = Context(prof=prof, spec=spec, precision=precision, num_devices=num_devices,
+                  config=config, plan_fits=fits, parts=parts, names=names, predictor=predictor,
+                  parts_for=parts_for)
+    hardware = rank_hardware(prof, specs=specs, precision=requested, num_devices=num_devices,
+                             predictor=predictor, parts_for=parts_for)
+    _apply_budget(hardware, options.get("budget_usd_per_hour"), notes)
+    precision_df = precision_table(prof, spec, parallel=config, predictor=predictor,
+                                   parts_for=parts_for)
+    outcome = predictor.plan(prof, spec, precision=precision, parallel=config)
+    if outcome.prediction is None and outcome.reason:
+        notes.append(outcome.reason)
+    recs = recommend(ctx)
+    resolved = {**options, "hardware": spec.name, "num_devices": num_devices,
+                "precision": precision, "batch_size": prof.batch_size, "seq_len": prof.seq_len,
+                "mode": prof.mode}
+    if requested != precision:
+        resolved["requested_precision"] = requested
+    return Advice(profile=prof, spec=spec, options=resolved, hardware=hardware,
+                  precision=precision_df, parallel=parallel, recommendations=recs,
+                  prediction=outcome.prediction, notes=notes + list(parallel.attrs["notes"]))
+
+
+def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:
+    """The best row; when nothing fits, say so (with the advice) and use the leanest row."""
+    advice = parallel.attrs.get("advice") or ""
+    if advice:
+        notes.append(advice)
+    best = parallel.iloc[0]
+    if not best["fits"]:
+        leanest = parallel.sort_values("memory_per_device_bytes").iloc[0]
+        return _config_from_row(leanest), False
+    return _config_from_row(best), True
+
+
+def _apply_budget(hardware: pd.DataFrame, budget: float | None, notes: list[str]) -> None:
+    if budget is None:
+        return
+    cost = hardware["usd_per_hour"] * hardware["num_devices"]
+    hardware["within_budget"] = (cost <= budget).where(cost.notna(), other=None)
+    within = hardware[hardware["within_budget"].fillna(False).astype(bool)
+                      & hardware["throughput"].notna()]
+    if within.empty:
+        notes.append(f"No priced device fits a budget of ${budget:g}/hour.")
+    else:
+        best = within.iloc[0]
+        notes.append(f"Fastest within ${budget:g}/hour: {int(best['num_devices'])} x "
+                     f"{best['hardware']} ({best['throughput']:.3g} samples/s).")
+
+
+def replace_options(options: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(changes) - set(OPTION_KEYS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"with_options() got {', '.join(map(repr, unknown))}: expected some of "
+            f"{', '.join(OPTION_KEYS)} (a different mode needs a new advise() call: it changes "
+            "the traced step)."
+        )
+    new = {k: v for k, v in options.items() if k in OPTION_KEYS}
+    new.update(changes)
+    check_options(new)
+    return new
+
+
+def profile_summary(prof: ModelProfile) -> dict[str, Any]:
+    """Plain values describing the profile (for JSON, Markdown and text)."""
+    m = prof.memory
+    return {
+        "model_name": prof.model_name, "model_type": prof.model_type, "mode": prof.mode,
+        "precision": prof.precision, "optimizer": prof.optimizer,
+        "batch_size": prof.batch_size, "seq_len": prof.seq_len, "num_params": prof.num_params,
+        "num_trainable_params": prof.num_trainable_params,
+        "flops_forward": prof.flops_forward, "flops_backward": prof.flops_backward,
+        "flops_optimizer": prof.flops_optimizer, "flops_per_step": prof.flops_per_step,
+        "memory": m.as_dict(), "num_blocks": prof.num_blocks, "path": prof.path,
+        "measured_step_time_s": prof.measured_step_time_s, "notes": list(prof.notes),
+    }
+
+
+def prediction_dict(pred: Prediction | None) -> dict[str, Any] | None:
+    return None if pred is None else dataclasses.asdict(pred)

@@ -1,0 +1,166 @@
+"""Precision advice for one device: support, memory, predicted speedup and numerical risk."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig
+from ..units import PRECISIONS
+from .memory import PartsSource, device_memory, usable_bytes
+from .predictor import Predictor, speedup
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = ["precision", "support", "usable", "memory_per_device_bytes", "fits", "step_time_s",
+           "speedup_vs_fp32", "speedup_low", "speedup_high", "confidence", "numerical_risk",
+           "handled_by", "notes"]
+
+#: Catalog column per precision and the wider formats it falls back to (as in
+#: :mod:`aiadvisor.hardware.support`, which works on the table rather than on one spec).
+_COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
+           "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops",
+           "int4": "int4_tops", "nf4": None}
+_FALLBACKS = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp32",), "fp16": ("fp32",),
+              "fp8": ("bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
+              "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32")}
+
+#: (risk, what handles it) per precision and mode. Ranges: fp16 max 65504, smallest subnormal
+#: 6e-8; bf16 8 exponent bits (fp32 range), 8 significant bits; FP8 E4M3 max 448, E5M2 57344.
+RISKS = {
+    "fp32": ("none: the reference", "nothing needed"),
+    "tf32": ("matmul inputs rounded to 10 mantissa bits (~1e-3 relative); fp32 accumulation",
+             "torch.backends.cuda.matmul.allow_tf32 = True; rarely affects convergence"),
+    "bf16": ("8 significant bits (~3 decimal digits); fp32 range, so no overflow",
+             "torch.autocast keeps reductions, softmax and norms in fp32; fp32 master weights"),
+    "fp16": ("5 exponent bits: gradients below 6e-8 flush to zero, values above 65504 overflow",
+             "dynamic loss scaling (torch.amp.GradScaler); autocast keeps softmax/norms in fp32"),
+    "fp8": ("E4M3 (max 448, 3 mantissa bits) forward, E5M2 gradients: needs scaling factors",
+            ("per-tensor (delayed/current) or row-wise scaling recipes: Transformer Engine, "
+            "torchao.float8; keep the first and last layers in bf16")),
+    "int8": ("weights and activations rounded to 256 levels; LLM activation outliers",
+             ("per-channel weight scales + dynamic activation scales; LLM.int8() outlier "
+             "decomposition or SmoothQuant for large language models")),
+    "int4": ("weights rounded to 16 levels per group",
+             ("weight-only quantization with group-wise scales (group 128), calibrated by GPTQ "
+             "or AWQ; compute in bf16")),
+    "nf4": ("weights rounded to 16 normal-distribution quantiles per block",
+            ("weight-only NF4 with block-wise absmax (64) and double quantization "
+            "(bitsandbytes); QLoRA trains bf16 adapters on the frozen NF4 base")),
+}
+_TRAIN_ONLY_INFER = ("int8", "int4", "nf4")
+
+
+def support_level(spec: HardwareSpec, precision: str) -> str:
+    """``full`` (the device has a dense figure for it), ``emulated`` (runs through a wider
+    format) or ``unknown`` (no figure for it or anything wider)."""
+    column = _COLUMN[precision]
+    if column is not None and getattr(spec, column) is not None:
+        return "full"
+    if any(getattr(spec, _COLUMN[p]) is not None for p in _FALLBACKS[precision]):
+        return "emulated"
+    return "unknown"
+
+
+#: Where to go when a device lacks a precision: the other 16-bit format first (same memory,
+#: mixed precision either way), then wider formats.
+_NEAREST = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp16", "fp32"), "fp16": ("bf16", "fp32"),
+            "fp8": ("bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
+            "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32")}
+
+
+def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str | None:
+    """The nearest precision the device runs at full rate: ``precision`` itself, else the
+    first full-rate one of :data:`_NEAREST` (fp8 -> bf16 -> fp16 -> fp32). Training never
+    falls to a weight-only format: int8/int4/nf4 training means bf16.
+
+    >>> from aiadvisor.hardware import get
+    >>> fallback_precision(get("V100 SXM2 32GB"), "bf16", mode="train")
+    'fp16'
+    """
+    if mode == "train" and precision in _TRAIN_ONLY_INFER:
+        precision = "bf16"
+    for candidate in (precision, *_NEAREST[precision]):
+        if support_level(spec, candidate) == "full":
+            return candidate
+    return None
+
+
+def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) -> tuple[bool, str]:
+    if prof.mode == "train" and precision in _TRAIN_ONLY_INFER:
+        return False, "inference format: weight-only quantization, not for training"
+    if level == "unknown":
+        return False, f"{spec.name} has no published {precision} or wider figure"
+    if level == "emulated" and precision in ("fp8", "int8"):
+        better = fallback_precision(spec, precision, mode=prof.mode)
+        return False, f"{spec.name} has no {precision} engine; the nearest is {better}"
+    if level == "emulated" and precision in ("int4", "nf4"):
+        return True, "weight-only: stored in 4 bits, computed in 16 bit"
+    if level == "emulated":
+        return False, f"{spec.name} has no {precision} engine"
+    return True, ""
+
+
+def precision_table(prof: ModelProfile, spec: HardwareSpec, *, parallel: ParallelConfig,
+                    predictor: Predictor, parts_for: PartsSource | None = None) -> pd.DataFrame:
+    """One row per precision for ``spec`` under the plan ``parallel``.
+
+    Parameters
+    ----------
+    prof : ModelProfile
+        The (micro-)batch of one data-parallel replica.
+    spec : HardwareSpec
+        The chosen device.
+    parallel : ParallelConfig
+        The plan the memory is computed for (its micro-batch is the profile's batch).
+    predictor : Predictor
+        Cached cost-model calls.
+    parts_for : PartsSource, optional
+        Activation parts per precision (computed when not given).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`; ``speedup_vs_fp32`` is the cost model's fp32 step time over
+        this precision's (NaN where the precision cannot run).
+    """
+    import pandas as pd
+
+    parts_for = parts_for or PartsSource(prof)
+    if parallel == ParallelConfig(dp_degree=parallel.num_devices):
+        usable = [p for p in PRECISIONS if _usable(prof, spec, p, support_level(spec, p))[0]]
+        predictor.prefill(predictor.step_profile(prof, parallel), [spec], usable,
+                          parallel.num_devices)
+    reference = predictor(prof, spec, precision="fp32", parallel=parallel)
+    rows = [_row(prof, spec, p, parallel, predictor, reference, parts_for) for p in PRECISIONS]
+    return pd.DataFrame.from_records(rows, columns=COLUMNS)
+
+
+def _row(prof, spec, precision, parallel, predictor, reference, parts_for) -> dict[str, Any]:
+    nan = float("nan")
+    level = support_level(spec, precision)
+    usable, note = _usable(prof, spec, precision, level)
+    risk, handled = RISKS[precision]
+    row: dict[str, Any] = {
+        "precision": precision, "support": level, "usable": usable,
+        "memory_per_device_bytes": nan, "fits": None, "step_time_s": nan,
+        "speedup_vs_fp32": nan, "speedup_low": nan, "speedup_high": nan, "confidence": "",
+        "numerical_risk": risk, "handled_by": handled, "notes": note,
+    }
+    if not usable:
+        return row
+    mem = device_memory(prof, parallel, precision=precision,
+                        parts=parts_for(precision)).total_bytes
+    row["memory_per_device_bytes"] = int(mem)
+    if spec.memory_bytes is not None:
+        row["fits"] = bool(mem <= usable_bytes(spec.memory_bytes))
+    outcome = predictor.plan(prof, spec, precision=precision, parallel=parallel)
+    pred = outcome.prediction
+    if pred is None:
+        row["notes"] = "; ".join(filter(None, [note, outcome.reason]))
+        return row
+    row.update(step_time_s=pred.step_time_s, confidence=pred.confidence)
+    if reference is not None:
+        s = speedup(reference, pred)
+        row.update(speedup_vs_fp32=s.point, speedup_low=s.low, speedup_high=s.high)
+    return row

@@ -1,0 +1,232 @@
+"""Rank the whole hardware catalog for one profile: speed, fit, cost and energy.
+
+For each device: the precision it runs (the requested one, or the nearest it supports), the
+fewest devices on which a plan without offload fits, a plan on that many devices (the fastest-
+looking of a short list whose memory fits), the cost model's step time and throughput, the cost
+per million samples from the hourly price, an upper bound of the energy per sample from the
+TDP, and whether the device is on the Pareto front of throughput vs cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig
+from .memory import DEVICES_PER_NODE, PartsSource, device_memory, usable_bytes
+from .parallel import MAX_DEVICES
+from .precision import fallback_precision
+from .predictor import Predictor
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "devices_needed", "fits",
+           "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
+           "step_time_high_s", "throughput", "usd_per_hour", "cost_per_million_samples_usd",
+           "energy_per_sample_j_upper_bound", "pareto", "confidence", "notes"]
+
+
+def _candidates(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
+    """Plans in the order they usually rank by speed: replicate, shard the optimizer/gradients,
+    shard everything, add checkpointing, add tensor parallel within a node, shrink the
+    micro-batch to one sample (accumulation)."""
+    n = num_devices
+    train = prof.mode == "train"
+    ckpt = "full" if train and prof.num_blocks else "none"
+    stage = 3 if n > 1 and train else 0
+    out = [ParallelConfig(dp_degree=n)]
+    if n > 1 and train:
+        out += [ParallelConfig(dp_degree=n, zero_stage=2), ParallelConfig(dp_degree=n, zero_stage=3)]
+    if ckpt != "none":
+        out.append(ParallelConfig(dp_degree=n, zero_stage=stage, checkpointing=ckpt))
+    tp = min(DEVICES_PER_NODE, n)
+    tp_config = None
+    if tp > 1 and n % tp == 0 and prof.num_blocks:
+        dp = n // tp
+        tp_config = ParallelConfig(dp_degree=dp, tp_degree=tp,
+                                   zero_stage=3 if dp > 1 and train else 0, checkpointing=ckpt)
+        out.append(tp_config)
+    if train and prof.batch_size > 1:
+        out.append(ParallelConfig(dp_degree=n, zero_stage=stage, checkpointing=ckpt,
+                                  grad_accum_steps=prof.batch_size))
+    if train and tp_config is not None:
+        out.append(dataclasses.replace(tp_config, grad_accum_steps=tp * prof.batch_size))
+    return out
+
+
+class _Memory:
+    """Per-device bytes of a plan, memoised: they depend on the profile, the precision and the
+    plan, never on the device, so the whole catalog shares them."""
+
+    def __init__(self, prof: ModelProfile, parts_for: PartsSource) -> None:
+        self.prof = prof
+        self.parts_for = parts_for
+        self._totals: dict[tuple[str, ParallelConfig], float] = {}
+
+    def total(self, precision: str, config: ParallelConfig) -> float:
+        key = (precision, config)
+        if key not in self._totals:
+            self._totals[key] = device_memory(self.prof, config, precision=precision,
+                                              parts=self.parts_for(precision)).total_bytes
+        return self._totals[key]
+
+    def first_fitting(self, spec: HardwareSpec, precision: str, num_devices: int):
+        for config in _candidates(self.prof, num_devices):
+            mem = self.total(precision, config)
+            if spec.memory_bytes is None or mem <= usable_bytes(spec.memory_bytes):
+                return config, mem
+        return None, None
+
+    def devices_needed(self, spec: HardwareSpec, precision: str) -> int | None:
+        n = 1
+        while n <= MAX_DEVICES:
+            if self.first_fitting(spec, precision, n)[0] is not None:
+                return n
+            n *= 2
+        return None
+
+
+@dataclass
+class _Choice:
+    """What one device would run: precision, device count and plan (memory only)."""
+
+    spec: HardwareSpec
+    row: dict[str, Any]
+    precision: str | None = None
+    used: int = 1
+    config: ParallelConfig | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: str,
+                  num_devices: int, predictor: Predictor,
+                  parts_for: PartsSource | None = None) -> pd.DataFrame:
+    """Rank ``specs`` for ``prof`` (see the module docstring).
+
+    Parameters
+    ----------
+    prof : ModelProfile
+        The batch each device contributes to a step.
+    specs : list of HardwareSpec
+        The catalog (``aiadvisor.hardware.all_specs()``).
+    precision : str
+        The requested precision; devices without it use their nearest supported one.
+    num_devices : int
+        Devices per option the user is considering; more are used where the model needs them.
+    predictor : Predictor
+        Cached cost-model calls.
+    parts_for : PartsSource, optional
+        Activation parts per precision (computed when not given).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`, fastest first among devices that can run it.
+    """
+    import pandas as pd
+
+    memory = _Memory(prof, parts_for or PartsSource(prof))
+    choices = [_choose(prof, spec, precision, num_devices, memory) for spec in specs]
+    _prefill(prof, choices, predictor)
+    rows = [_predicted(prof, choice, predictor) for choice in choices]
+    df = pd.DataFrame.from_records(rows, columns=COLUMNS)
+    df["pareto"] = _pareto(df)
+    order = df["throughput"].fillna(-math.inf)
+    df = df.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o")
+    return df.reset_index(drop=True)
+
+
+def _prefill(prof: ModelProfile, choices: list[_Choice], predictor: Predictor) -> None:
+    """One vectorised cost-model call per device count for the devices that run plain data
+    parallel (most of the catalog for models that fit on one device)."""
+    groups: dict[int, list[_Choice]] = {}
+    for c in choices:
+        if c.config is not None and c.config == ParallelConfig(dp_degree=c.used):
+            groups.setdefault(c.used, []).append(c)
+    for n, group in groups.items():
+        step = predictor.step_profile(prof, ParallelConfig(dp_degree=n))
+        precisions = sorted({c.precision for c in group})
+        predictor.prefill(step, [c.spec for c in group], precisions, n)
+
+
+def _choose(prof, spec, requested, num_devices, memory) -> _Choice:
+    nan = float("nan")
+    row: dict[str, Any] = {c: nan for c in COLUMNS}
+    row.update(hardware=spec.name, vendor=spec.vendor, kind=spec.kind, precision="",
+               num_devices=num_devices, devices_needed=nan, fits=None, plan="",
+               usd_per_hour=spec.usd_per_hour if spec.usd_per_hour is not None else nan,
+               pareto=False, confidence="", notes="")
+    choice = _Choice(spec=spec, row=row)
+    precision = fallback_precision(spec, requested, mode=prof.mode)
+    if precision is None:
+        choice.notes.append(f"no published {requested} (or wider) throughput for this device")
+        return choice
+    if precision != requested:
+        choice.notes.append(f"{requested} not supported: runs {precision}")
+    row["precision"] = choice.precision = precision
+    needed = memory.devices_needed(spec, precision)
+    if spec.memory_bytes is None:
+        choice.notes.append("memory size not in the catalog: fit unknown")
+    elif needed is None:
+        choice.notes.append(f"does not fit on up to {MAX_DEVICES} devices")
+        return choice
+    row["devices_needed"] = needed if spec.memory_bytes is not None else nan
+    choice.used = max(num_devices, needed or 1)
+    config, mem = memory.first_fitting(spec, precision, choice.used)
+    if config is None:  # cannot happen once `needed` fits, kept for safety
+        return choice
+    choice.config = config
+    row.update(num_devices=choice.used, plan=config.label, memory_per_device_bytes=mem)
+    if spec.memory_bytes is not None:
+        row["fits"] = bool(needed is not None and needed <= num_devices)
+    if choice.used > num_devices:
+        choice.notes.append(f"needs {choice.used} devices ({mem / 1e9:.1f} GB each with "
+                            f"{config.label})")
+    return choice
+
+
+def _predicted(prof, choice: _Choice, predictor: Predictor) -> dict[str, Any]:
+    row, spec, used = choice.row, choice.spec, choice.used
+    if choice.config is None:
+        row["notes"] = "; ".join(choice.notes)
+        return row
+    outcome = predictor.plan(prof, spec, precision=choice.precision, parallel=choice.config)
+    pred = outcome.prediction
+    if pred is None:
+        row["notes"] = "; ".join([*choice.notes, outcome.reason])
+        return row
+    row.update(step_time_s=pred.step_time_s, step_time_low_s=pred.low_s,
+               step_time_high_s=pred.high_s, throughput=pred.throughput,
+               confidence=pred.confidence)
+    if spec.usd_per_hour is not None and pred.throughput > 0:
+        row["cost_per_million_samples_usd"] = (spec.usd_per_hour * used / 3600
+                                               / pred.throughput * 1e6)
+    if spec.tdp_w is not None and pred.throughput > 0:
+        # Upper bound: every device drawing its full TDP for the whole step.
+        row["energy_per_sample_j_upper_bound"] = spec.tdp_w * used / pred.throughput
+    row["notes"] = "; ".join(choice.notes)
+    return row
+
+
+def _pareto(df: pd.DataFrame) -> list[bool]:
+    """True where no other device is at least as fast and at least as cheap per sample, and
+    strictly better in one (devices without a price or a prediction are not ranked)."""
+    points = [(s, c) if not (math.isnan(s) or math.isnan(c)) else None
+              for s, c in zip(df["throughput"].astype(float), df["cost_per_million_samples_usd"]
+                              .astype(float))]
+    out = []
+    for i, point in enumerate(points):
+        if point is None:
+            out.append(False)
+            continue
+        s, c = point
+        dominated = any(
+            j != i and other is not None and other[0] >= s and other[1] <= c
+            and (other[0] > s or other[1] < c)
+            for j, other in enumerate(points)
+        )
+        out.append(not dominated)
+    return out

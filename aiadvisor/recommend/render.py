@@ -1,0 +1,223 @@
+"""Plain-text, Markdown and HTML renderings of a report (no widgets, no JavaScript).
+
+Every string that comes from data (device names, notes, code) is escaped for HTML; the HTML uses
+JupyterLab's CSS variables with fallbacks, so it reads in light and dark themes and outside
+Jupyter.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..units import fmt_flops, fmt_seconds
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HARDWARE_COLUMNS = [("hardware", "device"), ("precision", "precision"),
+                    ("num_devices", "devices"), ("fits", "fits"), ("plan", "plan"),
+                    ("memory_per_device_bytes", "memory/device"), ("step_time_s", "step time"),
+                    ("throughput", "samples/s"),
+                    ("cost_per_million_samples_usd", "$ per 1M samples"),
+                    ("energy_per_sample_j_upper_bound", "J/sample (at most)"),
+                    ("pareto", "pareto")]
+PRECISION_COLUMNS = [("precision", "precision"), ("support", "support"), ("usable", "usable"),
+                     ("memory_per_device_bytes", "memory/device"), ("fits", "fits"),
+                     ("speedup_vs_fp32", "speedup vs fp32"), ("numerical_risk", "risk"),
+                     ("handled_by", "handled by"), ("notes", "notes")]
+PARALLEL_COLUMNS = [("strategy", "plan"), ("memory_per_device_bytes", "memory/device"),
+                    ("weights_bytes", "weights"), ("grads_bytes", "grads"),
+                    ("optimizer_bytes", "optimizer"), ("activations_bytes", "activations"),
+                    ("fits", "fits"), ("step_time_s", "step time"), ("throughput", "samples/s"),
+                    ("notes", "notes")]
+
+
+def fmt_gb(num_bytes: float) -> str:
+    """Bytes in decimal units, as device memory is sold: ``fmt_gb(72e9) == '72.0 GB'``."""
+    value = float(num_bytes)
+    if abs(value) >= 1e9:
+        return f"{value / 1e9:.1f} GB"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.1f} MB"
+    return f"{value / 1e3:.1f} kB"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_value(column: str, value: Any) -> str:
+    """Human-readable cell: bytes in GB (1000^3), seconds, ratios, yes/no."""
+    if _missing(value):
+        return "–"
+    if isinstance(value, bool) or column in ("fits", "pareto", "usable", "offload"):
+        return "yes" if value else "no"
+    if column.endswith("_bytes"):
+        return f"{value / 1e9:.2f} GB" if value >= 1e7 else f"{value / 1e6:.2f} MB"
+    if column.endswith("_s"):
+        return fmt_seconds(value)
+    if column.startswith("speedup"):
+        return f"{value:.2f}x"
+    if column == "throughput":
+        return f"{value:.3g}"
+    if column.endswith("_usd"):
+        return f"${value:,.2f}"
+    if column.endswith("_upper_bound"):
+        return f"{value:.3g} J"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _rows(df: pd.DataFrame, columns: list[tuple[str, str]], limit: int | None):
+    present = [(c, h) for c, h in columns if c in df.columns]
+    frame = df if limit is None else df.head(limit)
+    body = [[fmt_value(c, v) for c, v in zip([c for c, _ in present], rec)]
+            for rec in frame[[c for c, _ in present]].itertuples(index=False)]
+    return [h for _, h in present], body
+
+
+def markdown_table(df: pd.DataFrame, columns: list[tuple[str, str]],
+                   limit: int | None = None) -> str:
+    headers, body = _rows(df, columns, limit)
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def text_table(df: pd.DataFrame, columns: list[tuple[str, str]], limit: int | None = None,
+               max_width: int = 40) -> str:
+    headers, body = _rows(df, columns, limit)
+    body = [[v if len(v) <= max_width else v[: max_width - 1] + "…" for v in row] for row in body]
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in body]
+    return "\n".join(out)
+
+
+def html_table(df: pd.DataFrame, columns: list[tuple[str, str]], limit: int | None = None) -> str:
+    headers, body = _rows(df, columns, limit)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for row in body)
+    return f'<table class="aa-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def summary_lines(report: Any) -> list[str]:
+    """The few sentences at the top of every rendering."""
+    p, o, pred = report.profile, report.options, report.prediction
+    lines = [
+        f"{p.model_name} ({p.model_type}): {p.num_params:,} parameters, {o['mode']} step at "
+        f"batch {p.batch_size}" + (f" x {p.seq_len} tokens" if p.seq_len else "") + ".",
+        (f"FLOPs per step: {fmt_flops(p.flops_per_step)}; memory as profiled: "
+        f"{p.memory.peak_bytes / 1e9:.2f} GB peak."),
+    ]
+    target = f"{o['num_devices']} x {o['hardware']} in {o['precision']}"
+    if pred is not None:
+        lines.append(
+            f"Predicted on {target}: {fmt_seconds(pred.step_time_s)} per step (likely "
+            f"{fmt_seconds(pred.low_s)}-{fmt_seconds(pred.high_s)}), "
+            f"{pred.throughput:.3g} samples/s, {pred.bound}-bound, {pred.confidence} "
+            "confidence (an estimate from the cost model).")
+    else:
+        lines.append(f"No prediction on {target}.")
+    if len(report.parallel):
+        best = report.parallel.iloc[0]
+        if best["fits"]:
+            lines.append(f"Best plan: {best['strategy']} "
+                         f"({best['memory_per_device_bytes'] / 1e9:.1f} GB per device).")
+    return lines + list(report.notes)
+
+
+def _rec_gain(rec: Any) -> str:
+    parts = []
+    if rec.predicted_speedup is not None:
+        parts.append(f"predicted {rec.predicted_speedup:.2f}x"
+                     + (f" (likely {rec.speedup_low:.2f}x-{rec.speedup_high:.2f}x)"
+                        if rec.speedup_low is not None else ""))
+    if rec.memory_saving_bytes:
+        verb = "saves" if rec.memory_saving_bytes > 0 else "costs"
+        parts.append(f"{verb} {abs(rec.memory_saving_bytes) / 1e9:.2f} GB per device")
+    return "; ".join(parts) or "no speed or memory figure"
+
+
+def to_text(report: Any, *, limit: int = 8) -> str:
+    out = ["aiadvisor report", "================", *summary_lines(report), ""]
+    out += ["Recommendations", "---------------"]
+    for i, rec in enumerate(report.recommendations, 1):
+        out += [f"{i}. {rec.title} [{rec.category}]: {_rec_gain(rec)}", f"   why: {rec.rationale}"]
+    if not report.recommendations:
+        out.append("(none fired)")
+    out += ["", "Parallel plans (best first)", text_table(report.parallel, PARALLEL_COLUMNS, limit)]
+    out += ["", "Precision", text_table(report.precision, PRECISION_COLUMNS[:6])]
+    out += ["", f"Hardware (top {limit} of {len(report.hardware)})",
+            text_table(report.hardware, HARDWARE_COLUMNS, limit)]
+    out += ["", ("Times, costs and energies are estimates from the cost model; energy is an upper "
+            "bound from TDP. Code for recommendation N: report.recommendations[N - 1].code")]
+    return "\n".join(out)
+
+
+def to_markdown(report: Any, *, limit: int = 12) -> str:
+    out = ["# aiadvisor report", "", *[f"- {line}" for line in summary_lines(report)], ""]
+    out += ["## Recommendations", ""]
+    for i, rec in enumerate(report.recommendations, 1):
+        out += [f"### {i}. {rec.title}", "", f"*{rec.category}* — {_rec_gain(rec)}", "",
+                rec.rationale, "", "```python", rec.code.rstrip(), "```", ""]
+    out += ["## Parallel plans", "", markdown_table(report.parallel, PARALLEL_COLUMNS, limit), ""]
+    out += ["## Precision", "", markdown_table(report.precision, PRECISION_COLUMNS), ""]
+    out += ["## Hardware", "", markdown_table(report.hardware, HARDWARE_COLUMNS, limit), "",
+            ("Times, costs and energies are estimates; energy per sample is an upper bound from "
+            "the TDP."), ""]
+    return "\n".join(out)
+
+
+CSS = """
+.aiadvisor-report{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;
+ color:var(--jp-ui-font-color1,inherit);background:transparent;line-height:1.45;max-width:100%}
+.aiadvisor-report h2{font-size:16px;margin:14px 0 6px}
+.aiadvisor-report h3{font-size:14px;margin:4px 0}
+.aiadvisor-report .aa-table{border-collapse:collapse;margin:4px 0 10px;font-size:12px}
+.aiadvisor-report .aa-table th,.aiadvisor-report .aa-table td{padding:3px 8px;text-align:left;
+ border-bottom:1px solid var(--jp-border-color2,rgba(128,128,128,.35));vertical-align:top}
+.aiadvisor-report .aa-table th{color:var(--jp-ui-font-color2,inherit);font-weight:600}
+.aiadvisor-report .aa-card{border:1px solid var(--jp-border-color1,rgba(128,128,128,.5));
+ border-radius:6px;padding:8px 10px;margin:8px 0;background:var(--jp-layout-color1,transparent)}
+.aiadvisor-report .aa-meta{color:var(--jp-ui-font-color2,inherit);opacity:.85}
+.aiadvisor-report pre{background:var(--jp-cell-editor-background,rgba(128,128,128,.12));
+ color:var(--jp-content-font-color1,inherit);padding:8px;border-radius:4px;overflow-x:auto;
+ font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre}
+.aiadvisor-report .aa-scroll{overflow-x:auto}
+.aiadvisor-report .aa-note{color:var(--jp-warn-color0,#b26b00)}
+"""
+
+
+def to_html(report: Any, *, limit: int = 12) -> str:
+    esc = html.escape
+    lines = "".join(f"<li>{esc(line)}</li>" for line in summary_lines(report))
+    cards = []
+    for i, rec in enumerate(report.recommendations, 1):
+        cards.append(
+            f'<div class="aa-card"><h3>{i}. {esc(rec.title)}</h3>'
+            f'<div class="aa-meta">{esc(rec.category)} · {esc(_rec_gain(rec))}</div>'
+            f"<p>{esc(rec.rationale)}</p><pre><code>{esc(rec.code)}</code></pre></div>"
+        )
+    body = [
+        f"<style>{CSS}</style>", '<div class="aiadvisor-report">',
+        "<h2>aiadvisor report</h2>", f"<ul>{lines}</ul>",
+        f"<h2>Recommendations ({len(report.recommendations)})</h2>", *cards,
+        "<h2>Parallel plans</h2>",
+        f'<div class="aa-scroll">{html_table(report.parallel, PARALLEL_COLUMNS, limit)}</div>',
+        "<h2>Precision</h2>",
+        f'<div class="aa-scroll">{html_table(report.precision, PRECISION_COLUMNS)}</div>',
+        f"<h2>Hardware (top {min(limit, len(report.hardware))} of {len(report.hardware)})</h2>",
+        f'<div class="aa-scroll">{html_table(report.hardware, HARDWARE_COLUMNS, limit)}</div>',
+        ('<p class="aa-meta">Times, costs and energies are estimates from the cost model; energy '
+        "per sample is an upper bound from the TDP.</p>"), "</div>",
+    ]
+    return "".join(body)

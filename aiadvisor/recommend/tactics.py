@@ -1,0 +1,843 @@
+"""Tactics: rules that fire from the profiled numbers, priced by the cost model, with code.
+
+Each rule looks at one or two numbers of the profile, the plan or the prediction (a FLOP share,
+a memory figure, an overhead share) and fires only when they say the tactic applies. Its
+predicted speedup is the cost model's step time before over after (on a what-if profile, another
+precision or another plan, see :mod:`.transforms`), never a constant; its code is a template
+filled with the user's names (:mod:`aiadvisor.codegen`).
+
+The tactics come from the seed articles (TF32, mixed precision, FP8, channels_last,
+torch.compile, CUDA graphs, fused attention, activation checkpointing, FSDP vs DDP, ZeRO,
+Megatron 3D parallelism, 8-bit optimizers and embeddings, DataLoader prefetch and pinned memory,
+dynamic batching, GPTQ/AWQ/NF4, 2:4 sparsity, distillation and pruning, ONNX Runtime/TensorRT
+export, vLLM/TGI serving).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..codegen import SNIPPETS, CodeNames, snippet
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
+from ..units import fmt_seconds
+from . import transforms
+from .memory import ActivationParts, PartsSource, device_memory, dtype_bytes, usable_bytes
+from .precision import support_level
+from .predictor import Predictor, Speedup, layout, speedup, throughput_gain
+from .render import fmt_gb
+
+#: A speed tactic is recommended only when the cost model predicts at least this gain.
+MIN_SPEEDUP = 1.03
+#: Host-to-device copy bandwidth: PCIe 4.0 x16 is 32 GB/s per direction; about 25 GB/s is
+#: what pinned-memory copies reach (NVIDIA bandwidthTest sample on A100 PCIe hosts).
+PCIE_COPY_GBS = 25.0
+
+Rule = Callable[["Context"], "Recommendation | None"]
+RULES: list[tuple[str, Rule]] = []
+
+
+def rule(tactic_id: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        RULES.append((tactic_id, fn))
+        return fn
+
+    return register
+
+
+@dataclass
+class Context:
+    """Everything a rule may look at; predictions are cached in ``predictor``."""
+
+    prof: ModelProfile
+    spec: HardwareSpec
+    precision: str
+    num_devices: int
+    config: ParallelConfig
+    """The recommended plan (the best row of the parallel table)."""
+    plan_fits: bool
+    parts: ActivationParts
+    names: CodeNames
+    predictor: Predictor
+    parts_for: PartsSource | None = None
+    """Activation parts per precision (other precisions than ``precision``)."""
+    plan_rows: list[dict[str, Any]] = field(default_factory=list)
+    _base: Prediction | None = None
+
+    # -- predictions -------------------------------------------------------------------------
+    def predict(self, prof: ModelProfile | None = None, *, precision: str | None = None,
+                parallel: ParallelConfig | None = None) -> Prediction | None:
+        """The cost model when each data-parallel replica runs ``prof`` (default: ours)."""
+        return self.predictor(prof or self.prof, self.spec,
+                              precision=precision or self.precision,
+                              parallel=parallel or self.config)
+
+    @property
+    def step_prof(self) -> ModelProfile:
+        """The whole step of the chosen plan (global batch), what transforms rewrite."""
+        return self.predictor.step_profile(self.prof, self.config)
+
+    def predict_step(self, step_prof: ModelProfile) -> Prediction | None:
+        """The cost model on a (transformed) whole-step profile under the chosen plan."""
+        return self.predictor.outcome(step_prof, self.spec, precision=self.precision,
+                                      parallel=self.config).prediction
+
+    @property
+    def base(self) -> Prediction | None:
+        if self._base is None:
+            self._base = self.predict()
+        return self._base
+
+    # -- facts -------------------------------------------------------------------------------
+    @property
+    def train(self) -> bool:
+        return self.prof.mode == "train"
+
+    @property
+    def is_cuda_gpu(self) -> bool:
+        return self.spec.kind in ("gpu", "edge") and self.spec.vendor in ("NVIDIA", "AMD")
+
+    @property
+    def device_type(self) -> str:
+        """``torch.autocast`` device type for this hardware."""
+        if self.spec.kind == "cpu":
+            return "cpu"
+        if self.spec.vendor == "Apple":
+            return "mps"
+        if self.spec.kind == "tpu":
+            return "xla"
+        if self.spec.vendor == "Intel":
+            return "hpu" if self.spec.kind == "npu" else "xpu"
+        return "cuda"
+
+    def flops_share(self, *classes: str) -> float:
+        total = sum(op.flops for op in self.prof.ops)
+        part = sum(op.flops for op in self.prof.ops if op.op_class in classes)
+        return part / total if total else 0.0
+
+    def memory(self, config: ParallelConfig | None = None, *, precision: str | None = None):
+        precision = precision or self.precision
+        parts = self.parts
+        if precision != self.precision:
+            source = self.parts_for or PartsSource(self.prof)
+            parts = source(precision)
+        return device_memory(self.prof, config or self.config, precision=precision, parts=parts)
+
+    @property
+    def usable_bytes(self) -> float | None:
+        return None if self.spec.memory_bytes is None else usable_bytes(self.spec.memory_bytes)
+
+    def render(self, snippet_id: str, **values: Any) -> str:
+        return snippet(snippet_id, names=self.names, **values)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _make(ctx: Context, *, tactic_id: str, title: str, category: str, rationale: str,
+          snippet_id: str, values: dict[str, Any] | None = None, gain: Speedup | None = None,
+          memory_saving_bytes: float | None = None, trigger: dict[str, Any] | None = None
+          ) -> Recommendation:
+    meta = SNIPPETS[snippet_id]
+    code = ctx.render(snippet_id, **(values or {}))
+    extra = {"snippet": snippet_id, "requires": list(meta.requires), "launcher": meta.launcher,
+             "needs_cuda": meta.needs_cuda, "trigger": trigger or {}}
+    return Recommendation(
+        id=tactic_id, title=title, category=category, rationale=rationale, code=code,
+        predicted_speedup=None if gain is None else round(gain.point, 4),
+        speedup_low=None if gain is None else round(gain.low, 4),
+        speedup_high=None if gain is None else round(gain.high, 4),
+        memory_saving_bytes=None if memory_saving_bytes is None else int(memory_saving_bytes),
+        extra=extra,
+    )
+
+
+def _gain(ctx: Context, new: Prediction | None, base: Prediction | None = None) -> Speedup | None:
+    base = base or ctx.base
+    if base is None or new is None:
+        return None
+    return speedup(base, new)
+
+
+def _gain_of(ctx: Context, what_if: ModelProfile) -> Speedup | None:
+    """Gain of a what-if version of the whole-step profile (see :mod:`.transforms`)."""
+    return _gain(ctx, ctx.predict_step(what_if))
+
+
+def _shifted(pred: Prediction, delta_s: float) -> Prediction:
+    """``pred`` with ``delta_s`` added to its step time (and bounds); same samples per step."""
+    samples = pred.throughput * pred.step_time_s
+    step = max(1e-12, pred.step_time_s + delta_s)
+    return dataclasses.replace(pred, step_time_s=step, throughput=samples / step,
+                               low_s=max(1e-12, pred.low_s + delta_s),
+                               high_s=max(1e-12, pred.high_s + delta_s))
+
+
+# -- precision ------------------------------------------------------------------------------
+
+@rule("tf32")
+def tf32(ctx: Context) -> Recommendation | None:
+    if ctx.precision != "fp32" or support_level(ctx.spec, "tf32") != "full":
+        return None
+    share = ctx.flops_share("gemm", "conv", "attention")
+    gain = _gain(ctx, ctx.predict(precision="tf32"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="tf32", title="Turn on TF32 tensor cores", category="precision",
+        rationale=(f"The step runs in fp32 and {_pct(share)} of its FLOPs are matmuls/"
+                   f"convolutions; {ctx.spec.name} runs them at {ctx.spec.tf32_tflops:g} TFLOPS "
+                   f"in TF32 vs {ctx.spec.fp32_tflops or 0:g} in fp32. Two lines, no other change."),
+        snippet_id="tf32", gain=gain, trigger={"matmul_flops_share": share},
+    )
+
+
+def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recommendation | None:
+    if ctx.precision not in ("fp32", "tf32") or support_level(ctx.spec, target) != "full":
+        return None
+    gain = _gain(ctx, ctx.predict(precision=target))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    saving = ctx.memory().total_bytes - ctx.memory(precision=target).total_bytes
+    peak = getattr(ctx.spec, f"{target}_tflops")
+    dtype = {"bf16": "bfloat16", "fp16": "float16"}[target]
+    risk = ("fp16 needs loss scaling (GradScaler, included)" if target == "fp16"
+            else "bf16 keeps fp32's range, so no loss scaling")
+    return _make(
+        ctx, tactic_id=tactic_id, title=title, category="precision",
+        rationale=(f"The step runs in {ctx.precision}; {ctx.spec.name} has {peak:g} dense "
+                   f"{target} TFLOPS. Autocast runs matmuls in {target} and halves activation "
+                   f"memory; {risk}."),
+        snippet_id="autocast_train" if ctx.train else "autocast_infer",
+        values={"dtype": dtype, "device_type": ctx.device_type}, gain=gain,
+        memory_saving_bytes=max(0.0, saving), trigger={"precision": ctx.precision},
+    )
+
+
+@rule("bf16_autocast")
+def bf16_autocast(ctx: Context) -> Recommendation | None:
+    return _autocast(ctx, "bf16", tactic_id="bf16_autocast",
+                     title="Mixed precision: bf16 autocast")
+
+
+@rule("fp16_autocast")
+def fp16_autocast(ctx: Context) -> Recommendation | None:
+    if support_level(ctx.spec, "bf16") == "full":
+        return None  # bf16 is the safer choice where it exists
+    return _autocast(ctx, "fp16", tactic_id="fp16_autocast",
+                     title="Mixed precision: fp16 autocast with loss scaling")
+
+
+@rule("fp8")
+def fp8(ctx: Context) -> Recommendation | None:
+    if ctx.precision not in ("bf16", "fp16") or support_level(ctx.spec, "fp8") != "full":
+        return None
+    share = ctx.flops_share("gemm")
+    if share < 0.5:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="fp8"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="fp8", title="FP8 matmuls (torchao / Transformer Engine)",
+        category="precision",
+        rationale=(f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} "
+                   f"runs FP8 at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16; "
+                   "needs scaling recipes (included) and a check of the loss curve."),
+        snippet_id="fp8", values={"recipe": "tensorwise", "min_features": 1024}, gain=gain,
+        trigger={"gemm_flops_share": share},
+    )
+
+
+# -- kernels and compilation ----------------------------------------------------------------
+
+@rule("channels_last")
+def channels_last(ctx: Context) -> Recommendation | None:
+    share = ctx.flops_share("conv")
+    if share < 0.3 or not ctx.is_cuda_gpu or ctx.precision == "fp32":
+        return None
+    extra = transforms.layout_transposes(ctx.step_prof)
+    moved = sum(op.bytes_total for op in extra)
+    gain = _gain(ctx, ctx.base, ctx.predict_step(transforms.with_extra_ops(ctx.step_prof, extra)))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="channels_last", title="channels_last memory format for convolutions",
+        category="speed",
+        rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, tensor-core "
+                   f"convolutions transpose their operands ({fmt_gb(moved)} per step); NHWC "
+                   "tensors skip that."),
+        snippet_id="channels_last", gain=gain, trigger={"conv_flops_share": share},
+    )
+
+
+@rule("torch_compile")
+def torch_compile(ctx: Context) -> Recommendation | None:
+    memory_ops = [op for op in ctx.prof.ops if op.op_class == "memory"]
+    if len(memory_ops) < 3:
+        return None
+    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    moved = sum(op.bytes_total for op in memory_ops)
+    return _make(
+        ctx, tactic_id="torch_compile", title="torch.compile: fuse memory-bound ops",
+        category="speed",
+        rationale=(f"{sum(op.count for op in memory_ops):.0f} memory-bound op calls move "
+                   f"{fmt_gb(moved)} per step for each device's batch; TorchInductor fuses "
+                   "chains of them into single kernels."),
+        snippet_id="torch_compile", values={"mode": "default"}, gain=gain,
+        trigger={"memory_bound_bytes": moved},
+    )
+
+
+#: Host cost per kernel when a captured CUDA graph is replayed, as a fraction of an eager launch:
+#: graph replay skips Python, dispatcher and per-launch driver work, leaving the GPU's own
+#: kernel-to-kernel gap (an assumption of about a quarter, not a measurement).
+GRAPH_LAUNCH_FRACTION = 0.25
+
+
+@rule("cuda_graphs")
+def cuda_graphs(ctx: Context) -> Recommendation | None:
+    base = ctx.base
+    if base is None or not ctx.is_cuda_gpu or base.overhead_s <= 0:
+        return None
+    share = base.overhead_s / base.step_time_s
+    if share < 0.1:
+        return None
+    from ..costmodel.devices import launch_s
+
+    graphed = dataclasses.replace(
+        ctx.spec, launch_overhead_us=launch_s(ctx.spec) * 1e6 * GRAPH_LAUNCH_FRACTION)
+    after = ctx.predictor.outcome(ctx.step_prof, graphed, precision=ctx.precision,
+                                  parallel=ctx.config).prediction
+    gain = _gain(ctx, after)
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="cuda_graphs", title="CUDA graphs: one launch per step",
+        category="speed",
+        rationale=(f"Kernel launch overhead is {_pct(share)} of the predicted step "
+                   f"({fmt_seconds(base.overhead_s)} of {fmt_seconds(base.step_time_s)}): the "
+                   "GPU waits for the CPU. Replaying a captured graph is priced at a quarter of "
+                   "an eager launch per kernel (an assumption)."),
+        snippet_id="cuda_graphs", gain=gain, trigger={"launch_overhead_share": share},
+    )
+
+
+@rule("sdpa")
+def sdpa(ctx: Context) -> Recommendation | None:
+    quad = ctx.parts.block_quadratic_bytes
+    if not ctx.parts.num_blocks or quad <= 0.05 * ctx.parts.block_per_batch_bytes:
+        return None
+    saving = quad * ctx.parts.num_blocks / ctx.config.tp_degree
+    gain = _gain_of(ctx, transforms.fused_attention(ctx.step_prof))
+    return _make(
+        ctx, tactic_id="sdpa", title="Fused attention (scaled_dot_product_attention)",
+        category="memory",
+        rationale=(f"Each block stores {fmt_gb(quad)} of attention scores (quadratic in the "
+                   f"sequence length, {_pct(quad / ctx.parts.block_per_batch_bytes)} of its "
+                   "activations); a fused attention kernel never writes them."),
+        snippet_id="sdpa", values={"causal": True}, gain=gain, memory_saving_bytes=saving,
+        trigger={"attention_score_bytes_per_block": quad},
+    )
+
+
+# -- memory and parallelism -----------------------------------------------------------------
+
+def _plan(ctx: Context, **changes: Any) -> ParallelConfig:
+    return dataclasses.replace(ctx.config, **changes)
+
+
+@rule("activation_checkpointing")
+def activation_checkpointing(ctx: Context) -> Recommendation | None:
+    if not ctx.train or not ctx.parts.num_blocks or ctx.config.checkpointing == "none":
+        return None
+    without = _plan(ctx, checkpointing="none")
+    before = ctx.memory(without)
+    after = ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=without))
+    kind = ctx.config.checkpointing
+    return _make(
+        ctx, tactic_id="activation_checkpointing",
+        title=f"Activation checkpointing ({kind})", category="memory",
+        rationale=(f"Without it the plan needs {fmt_gb(before.total_bytes)} per device "
+                   f"({fmt_gb(before.activations_bytes)} of activations); checkpointing "
+                   f"brings activations to {fmt_gb(after.activations_bytes)} at the cost of "
+                   "recomputing the forward pass in backward."),
+        snippet_id="checkpointing", values={"selective": kind == "selective"}, gain=gain,
+        memory_saving_bytes=before.activations_bytes - after.activations_bytes,
+        trigger={"activations_bytes": before.activations_bytes},
+    )
+
+
+def _ddp_baseline(ctx: Context) -> ParallelConfig:
+    return ParallelConfig(dp_degree=ctx.num_devices)
+
+
+@rule("fsdp")
+def fsdp(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if not ctx.train or ctx.num_devices < 2 or c.zero_stage != 3 or c.tp_degree > 1 \
+            or c.pp_degree > 1:
+        return None
+    ddp = ctx.memory(_ddp_baseline(ctx))
+    mine = ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=dataclasses.replace(
+        c, zero_stage=0, offload=False)))
+    strategy = "fsdp+offload" if c.offload else "fsdp"
+    fits = ctx.usable_bytes is not None and ddp.total_bytes <= ctx.usable_bytes
+    return _make(
+        ctx, tactic_id="fsdp", title="FSDP (ZeRO-3) instead of DDP", category="parallelism",
+        rationale=(f"DDP keeps a full copy of weights, gradients and optimizer state on every "
+                   f"device: {fmt_gb(ddp.total_bytes)} per device"
+                   f"{'' if fits else ', more than the ' + fmt_gb(ctx.usable_bytes or 0) + ' usable'}. "
+                   f"Sharding over {c.dp_degree} devices needs {fmt_gb(mine.total_bytes)}."),
+        snippet_id="distributed",
+        values={"strategy": strategy, "nproc": min(ctx.num_devices, 8),
+                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10},
+        gain=gain, memory_saving_bytes=ddp.total_bytes - mine.total_bytes,
+        trigger={"ddp_bytes_per_device": ddp.total_bytes},
+    )
+
+
+@rule("deepspeed_zero")
+def deepspeed_zero(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if not ctx.train or ctx.num_devices < 2 or c.zero_stage not in (1, 2) or c.offload \
+            or not ctx.is_cuda_gpu:
+        return None
+    ddp = ctx.memory(_ddp_baseline(ctx))
+    mine = ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=dataclasses.replace(c, zero_stage=0,
+                                                                         offload=False)))
+    return _make(
+        ctx, tactic_id="deepspeed_zero", title=f"DeepSpeed ZeRO-{c.zero_stage}",
+        category="parallelism",
+        rationale=(f"Sharding the optimizer state{' and gradients' if c.zero_stage == 2 else ''} "
+                   f"over {c.dp_degree} devices takes memory from {fmt_gb(ddp.total_bytes)} "
+                   f"to {fmt_gb(mine.total_bytes)} per device while keeping the weights "
+                   "replicated (no all-gather in forward)."),
+        snippet_id="deepspeed",
+        values={"stage": c.zero_stage, "offload": c.offload, "nproc": min(ctx.num_devices, 8),
+                "micro_batch": layout(c, ctx.prof.batch_size).micro_batch,
+                "accum_steps": c.grad_accum_steps, "bf16": ctx.precision in ("bf16", "fp8")},
+        gain=gain, memory_saving_bytes=ddp.total_bytes - mine.total_bytes,
+        trigger={"ddp_bytes_per_device": ddp.total_bytes},
+    )
+
+
+@rule("tensor_parallel")
+def tensor_parallel(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if c.tp_degree < 2:
+        return None
+    flat = dataclasses.replace(c, dp_degree=c.dp_degree * c.tp_degree, tp_degree=1)
+    before, after = ctx.memory(flat), ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=flat))
+    return _make(
+        ctx, tactic_id="tensor_parallel", title=f"Tensor parallel over {c.tp_degree} devices",
+        category="parallelism",
+        rationale=(f"Splitting each block's matmuls over {c.tp_degree} devices of a node "
+                   f"divides weights and activations by {c.tp_degree}: "
+                   f"{fmt_gb(after.total_bytes)} per device instead of "
+                   f"{fmt_gb(before.total_bytes)} without it."),
+        snippet_id="tensor_parallel",
+        values={"tp": c.tp_degree, "dp": c.dp_degree, "nproc": c.num_devices},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"bytes_per_device_without_tp": before.total_bytes},
+    )
+
+
+@rule("pipeline_parallel")
+def pipeline_parallel(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if c.pp_degree < 2:
+        return None
+    flat = dataclasses.replace(c, dp_degree=c.dp_degree * c.pp_degree, pp_degree=1,
+                               num_microbatches=1)
+    before, after = ctx.memory(flat), ctx.memory()
+    return _make(
+        ctx, tactic_id="pipeline_parallel", title=f"Pipeline parallel over {c.pp_degree} stages",
+        category="parallelism",
+        rationale=(f"Each of {c.pp_degree} stages holds 1/{c.pp_degree} of the blocks: "
+                   f"{fmt_gb(after.total_bytes)} per device instead of "
+                   f"{fmt_gb(before.total_bytes)}; {c.num_microbatches} micro-batches keep "
+                   "the pipeline bubble small."),
+        snippet_id="pipeline_parallel",
+        values={"pp": c.pp_degree, "microbatches": c.num_microbatches},
+        gain=_gain(ctx, ctx.base, ctx.predict(parallel=flat)),
+        memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"bytes_per_device_without_pp": before.total_bytes},
+    )
+
+
+@rule("cpu_offload")
+def cpu_offload(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if not c.offload:
+        return None
+    on_device = dataclasses.replace(c, offload=False)
+    before, after = ctx.memory(on_device), ctx.memory()
+    per_node = after.cpu_bytes * min(c.num_devices, 8)
+    if c.zero_stage == 3:
+        snippet_id, values = "distributed", {
+            "strategy": "fsdp+offload", "nproc": min(ctx.num_devices, 8),
+            "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10}
+    else:  # ZeRO-Offload: stage 2 with the optimizer on the host (DeepSpeed)
+        snippet_id, values = "deepspeed", {
+            "stage": c.zero_stage, "offload": True, "nproc": min(ctx.num_devices, 8),
+            "micro_batch": layout(c, ctx.prof.batch_size).micro_batch,
+            "accum_steps": c.grad_accum_steps, "bf16": ctx.precision in ("bf16", "fp8")}
+    return _make(
+        ctx, tactic_id="cpu_offload", title="CPU offload of optimizer state and weights",
+        category="memory",
+        rationale=(f"No plan on {ctx.num_devices} x {ctx.spec.name} fits without offload: the "
+                   f"best needs {fmt_gb(before.total_bytes)} per device. Offloading to host "
+                   f"memory leaves {fmt_gb(after.total_bytes)} on each device and needs "
+                   f"{fmt_gb(per_node)} of host memory per node; the PCIe traffic slows the "
+                   "step."),
+        snippet_id=snippet_id, values=values,
+        gain=_gain(ctx, ctx.base, ctx.predict(parallel=on_device)),
+        memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"bytes_per_device_without_offload": before.total_bytes},
+    )
+
+
+@rule("grad_accumulation")
+def grad_accumulation(ctx: Context) -> Recommendation | None:
+    c = ctx.config
+    if not ctx.train or c.grad_accum_steps < 2:
+        return None
+    whole = dataclasses.replace(c, grad_accum_steps=1)
+    before, after = ctx.memory(whole), ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision,
+                                              parallel=whole))
+    sizes = layout(c, ctx.prof.batch_size)
+    replica = sizes.replica_batch
+    return _make(
+        ctx, tactic_id="grad_accumulation",
+        title=f"Gradient accumulation: {c.grad_accum_steps} micro-batches per step",
+        category="memory",
+        rationale=(f"A forward pass over all {replica} samples of a replica needs "
+                   f"{fmt_gb(before.total_bytes)} per device; {c.grad_accum_steps} "
+                   f"micro-batches of {sizes.micro_batch} need {fmt_gb(after.total_bytes)} "
+                   "and give the same update."),
+        snippet_id="grad_accumulation",
+        values={"accum_steps": c.grad_accum_steps, "effective_batch": replica},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"bytes_per_device_whole_batch": before.total_bytes},
+    )
+
+
+@rule("larger_batch")
+def larger_batch(ctx: Context) -> Recommendation | None:
+    base, capacity = ctx.base, ctx.usable_bytes
+    if base is None or capacity is None or ctx.config.grad_accum_steps > 1 or not ctx.plan_fits:
+        return None
+    best = None
+    for factor in (2, 4, 8):
+        batch = ctx.prof.batch_size * factor
+        mem = device_memory(ctx.prof, ctx.config, precision=ctx.precision, parts=ctx.parts,
+                            micro_batch=layout(ctx.config, batch).micro_batch)
+        if mem.total_bytes > capacity:
+            break
+        bigger = ctx.prof.at(batch_size=batch)
+        pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
+        if pred is None:
+            break
+        gain = throughput_gain(base, pred)
+        if gain.point >= 1.1 and (best is None or gain.point > best[1].point):
+            best = (batch, gain, mem.total_bytes)
+    if best is None:
+        return None
+    batch, gain, mem = best
+    return _make(
+        ctx, tactic_id="larger_batch", title=f"Larger batch: {batch} per device",
+        category="speed",
+        rationale=(f"At batch {ctx.prof.batch_size} the step uses "
+                   f"{fmt_gb(ctx.memory().total_bytes)} of {fmt_gb(capacity)} usable; "
+                   f"batch {batch} still fits ({fmt_gb(mem)}) and keeps the device busier "
+                   "(throughput gain shown; retune the learning rate)."),
+        snippet_id="larger_batch", values={"batch_size": batch,
+                                           "old_batch_size": ctx.prof.batch_size},
+        gain=gain, trigger={"free_bytes": capacity - ctx.memory().total_bytes},
+    )
+
+
+@rule("optimizer_8bit")
+def optimizer_8bit(ctx: Context) -> Recommendation | None:
+    if not ctx.train or ctx.prof.optimizer not in ("adam", "adamw") or not ctx.is_cuda_gpu:
+        return None
+    mem = ctx.memory()
+    if mem.optimizer_bytes < 0.25 * mem.total_bytes:
+        return None
+    # Adam moments: 8 bytes per parameter -> 2 (the fp32 master copy stays).
+    moments_share = 8 / 12 if ctx.precision in ("bf16", "fp16", "fp8") else 1.0
+    saving = mem.optimizer_bytes * moments_share * (1 - 2 / 8)
+    gain = _gain_of(ctx, transforms.quantized_optimizer_state(ctx.step_prof,
+                                                              old_state_bytes=4,
+                                                              new_state_bytes=1))
+    class_name = "AdamW8bit" if ctx.prof.optimizer == "adamw" else "Adam8bit"
+    return _make(
+        ctx, tactic_id="optimizer_8bit", title="8-bit optimizer state (bitsandbytes)",
+        category="memory",
+        rationale=(f"Optimizer state is {fmt_gb(mem.optimizer_bytes)} of "
+                   f"{fmt_gb(mem.total_bytes)} per device "
+                   f"({_pct(mem.optimizer_bytes / mem.total_bytes)}); 8-bit moments with "
+                   "block-wise scales use a quarter of the space."),
+        snippet_id="optimizer_8bit", values={"class_name": class_name}, gain=gain,
+        memory_saving_bytes=saving, trigger={"optimizer_bytes": mem.optimizer_bytes},
+    )
+
+
+@rule("fused_optimizer")
+def fused_optimizer(ctx: Context) -> Recommendation | None:
+    if not ctx.train or ctx.prof.optimizer == "none":
+        return None
+    steps = [op for op in ctx.step_prof.ops if op.phase == "optimizer"]
+    launches = sum(op.count for op in steps)
+    if launches < 20:
+        return None
+    gain = _gain_of(ctx, transforms.fused_optimizer(ctx.step_prof))
+    if gain is None or gain.point < 1.01:
+        return None
+    flag = "fused" if ctx.prof.optimizer in ("adam", "adamw", "sgd", "sgd_momentum") else "foreach"
+    return _make(
+        ctx, tactic_id="fused_optimizer", title=f"{flag.capitalize()} optimizer step",
+        category="speed",
+        rationale=(f"The optimizer step launches kernels for {launches:.0f} parameter tensors "
+                   "one by one; a fused step updates them all in one kernel."),
+        snippet_id="fused_optimizer" if flag == "fused" else "foreach_optimizer", gain=gain,
+        trigger={"optimizer_launches": launches},
+    )
+
+
+@rule("dataloader")
+def dataloader(ctx: Context) -> Recommendation | None:
+    base = ctx.base
+    if base is None or ctx.spec.kind in ("cpu",) or ctx.spec.vendor == "Apple":
+        return None
+    copy_s = ctx.prof.memory.inputs_bytes / (PCIE_COPY_GBS * 1e9)
+    share = copy_s / base.step_time_s
+    if share < 0.02:
+        return None
+    after, before = base, _shifted(base, copy_s)
+    return _make(
+        ctx, tactic_id="dataloader",
+        title="DataLoader workers, pinned memory and prefetching", category="data",
+        rationale=(f"Each step copies {fmt_gb(ctx.prof.memory.inputs_bytes)} of inputs to the "
+                   f"device: about {fmt_seconds(copy_s)} over PCIe, {_pct(share)} of the "
+                   "predicted step if it is not overlapped with compute."),
+        snippet_id="dataloader",
+        values={"num_workers": 8, "batch_size": ctx.prof.batch_size, "prefetch": 4},
+        gain=speedup(before, after), trigger={"input_copy_share": share},
+    )
+
+
+# -- inference ------------------------------------------------------------------------------
+
+@rule("dynamic_int8")
+def dynamic_int8(ctx: Context) -> Recommendation | None:
+    if ctx.train or ctx.spec.kind != "cpu":
+        return None
+    share = ctx.flops_share("gemm")
+    if share < 0.5:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="int8"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    weights = ctx.memory().weights_bytes
+    return _make(
+        ctx, tactic_id="dynamic_int8", title="Dynamic int8 quantization on the CPU",
+        category="precision",
+        rationale=(f"Linear layers are {_pct(share)} of the FLOPs and the CPU has int8 dot-"
+                   "product instructions; int8 weights also read a quarter of the fp32 bytes."),
+        snippet_id="dynamic_int8", gain=gain, memory_saving_bytes=weights * 0.75,
+        trigger={"gemm_flops_share": share},
+    )
+
+
+@rule("weight_only_int4")
+def weight_only_int4(ctx: Context) -> Recommendation | None:
+    base = ctx.base
+    if ctx.train or base is None or not ctx.is_cuda_gpu or base.memory_s <= base.compute_s:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="int4"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    before = ctx.memory().weights_bytes
+    after = ctx.memory(precision="int4").weights_bytes
+    return _make(
+        ctx, tactic_id="weight_only_int4", title="4-bit weight-only quantization (GPTQ/AWQ)",
+        category="precision",
+        rationale=(f"The device work is memory-bound ({fmt_seconds(base.memory_s)} moving data "
+                   f"vs {fmt_seconds(base.compute_s)} computing); 4-bit weights read "
+                   f"{fmt_gb(after)} instead of {fmt_gb(before)}."),
+        snippet_id="weight_only_int4", values={"group_size": 128}, gain=gain,
+        memory_saving_bytes=before - after, trigger={"memory_s": base.memory_s,
+                                                     "compute_s": base.compute_s},
+    )
+
+
+@rule("weight_only_nf4")
+def weight_only_nf4(ctx: Context) -> Recommendation | None:
+    capacity = ctx.usable_bytes
+    if ctx.train or capacity is None or not ctx.is_cuda_gpu:
+        return None
+    single = ParallelConfig()
+    now = ctx.memory(single)
+    nf4 = ctx.memory(single, precision="nf4")
+    if now.total_bytes <= capacity or nf4.total_bytes > capacity:
+        return None
+    gain = _gain(ctx, ctx.predictor(ctx.prof, ctx.spec, precision="nf4", parallel=single),
+                 ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision, parallel=single))
+    return _make(
+        ctx, tactic_id="weight_only_nf4", title="NF4 weights: fit the model on one device",
+        category="memory",
+        rationale=(f"In {ctx.precision} the model needs {fmt_gb(now.total_bytes)}, more than "
+                   f"one {ctx.spec.name} ({fmt_gb(capacity)} usable); with NF4 weights it "
+                   f"needs {fmt_gb(nf4.total_bytes)}."),
+        snippet_id="weight_only_nf4", gain=gain,
+        memory_saving_bytes=now.total_bytes - nf4.total_bytes,
+        trigger={"bytes_on_one_device": now.total_bytes},
+    )
+
+
+@rule("sparsity_24")
+def sparsity_24(ctx: Context) -> Recommendation | None:
+    base = ctx.base
+    ampere_or_newer = ctx.spec.vendor == "NVIDIA" and ctx.spec.tf32_tflops is not None
+    if ctx.train or base is None or not ampere_or_newer or base.compute_s <= base.memory_s:
+        return None
+    share = ctx.flops_share("gemm")
+    if share < 0.6:
+        return None
+    gain = _gain_of(ctx, transforms.sparse_gemms(ctx.step_prof))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="sparsity_24", title="2:4 structured sparsity", category="model",
+        rationale=(f"The device work is compute-bound ({fmt_seconds(base.compute_s)} computing vs "
+                   f"{fmt_seconds(base.memory_s)} moving data) and {_pct(share)} of its FLOPs "
+                   "are Linear GEMMs; "
+                   f"{ctx.spec.name}'s sparse tensor cores skip half of the weights. Pruning "
+                   "costs accuracy: fine-tune afterwards and measure."),
+        snippet_id="sparsity_24", values={"dtype": "float16"}, gain=gain,
+        trigger={"gemm_flops_share": share, "compute_s": base.compute_s},
+    )
+
+
+@rule("serving")
+def serving(ctx: Context) -> Recommendation | None:
+    base = ctx.base
+    p = ctx.prof
+    if ctx.train or base is None or not p.num_blocks or not p.seq_len or p.batch_size > 8 \
+            or not ctx.is_cuda_gpu:
+        return None
+    bigger = p.at(batch_size=p.batch_size * 8)
+    pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
+    if pred is None:
+        return None
+    gain = throughput_gain(base, pred)
+    if gain.point < 1.2:
+        return None
+    # KV cache per sequence, upper bound without grouped-query attention: keys and values of
+    # width d_model per layer, 2 bytes each: 2 * L * d * s * 2.
+    d_model = p.block_output_bytes / (p.batch_size * p.seq_len * dtype_bytes(p.compute_dtype))
+    kv_bytes = 2 * p.num_blocks * d_model * p.seq_len * 2
+    free = (ctx.usable_bytes or 0) - ctx.memory().weights_bytes
+    max_seqs = int(max(1, min(256, free // kv_bytes))) if kv_bytes else 64
+    return _make(
+        ctx, tactic_id="serving", title="Serve with continuous batching (vLLM / TGI)",
+        category="serving",
+        rationale=(f"At batch {p.batch_size} the device is underused: the cost model predicts "
+                   f"{gain.point:.1f}x the throughput at batch {p.batch_size * 8}. A serving "
+                   "engine batches concurrent requests and pages the KV cache "
+                   f"(up to {fmt_gb(kv_bytes)} per {p.seq_len}-token sequence)."),
+        snippet_id="serving",
+        values={"seq_len": p.seq_len, "kv_cache_gib": round(kv_bytes / 2**30, 3),
+                "max_num_seqs": max_seqs, "max_tokens": 256},
+        gain=gain, trigger={"batch_size": p.batch_size},
+    )
+
+
+@rule("onnx_export")
+def onnx_export(ctx: Context) -> Recommendation | None:
+    if ctx.train:
+        return None
+    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="onnx_export", title="Export to ONNX Runtime / TensorRT",
+        category="export",
+        rationale=("For deployment, an inference engine fuses the memory-bound ops and drops "
+                   "Python overhead; the cost model prices the fusion alone."),
+        snippet_id="onnx_export", gain=gain, trigger={"mode": "infer"},
+    )
+
+
+@rule("distill_prune")
+def distill_prune(ctx: Context) -> Recommendation | None:
+    if ctx.train or ctx.spec.kind != "edge":
+        return None
+    keep = 0.8  # the seed article's recipe: keep the 80 % most important channels
+    gain = _gain_of(ctx, transforms.pruned(ctx.step_prof, keep=keep))
+    weights = ctx.memory().weights_bytes
+    return _make(
+        ctx, tactic_id="distill_prune", title="Prune channels and distil for the edge device",
+        category="model",
+        rationale=(f"{ctx.spec.name} is an edge device; keeping {_pct(keep)} of each layer's "
+                   f"channels cuts FLOPs to {_pct(keep * keep)}; distillation recovers accuracy."),
+        snippet_id="distill_prune",
+        values={"prune_percent": round(100 * (1 - keep)), "amount": round(1 - keep, 2),
+                "temperature": 2.0},
+        gain=gain, memory_saving_bytes=weights * (1 - keep * keep),
+        trigger={"kind": ctx.spec.kind},
+    )
+
+
+@rule("embedding_int8")
+def embedding_int8(ctx: Context) -> Recommendation | None:
+    if ctx.train:
+        return None
+    emb_params = sum(m.num_params for m in ctx.prof.modules if m.type == "Embedding")
+    if not ctx.prof.num_params or emb_params < 0.2 * ctx.prof.num_params:
+        return None
+    bytes_now = ctx.memory().weights_bytes / ctx.prof.num_params
+    factor = 1 / bytes_now if bytes_now > 1 else 1.0
+    if factor >= 1:
+        return None
+    gain = _gain_of(ctx, transforms.embedding_bytes(ctx.step_prof, factor=factor))
+    return _make(
+        ctx, tactic_id="embedding_int8", title="8-bit embedding tables", category="memory",
+        rationale=(f"Embeddings hold {_pct(emb_params / ctx.prof.num_params)} of the "
+                   f"parameters; 8-bit rows with per-row scales save "
+                   f"{fmt_gb(emb_params * (bytes_now - 1))}."),
+        snippet_id="embedding_int8", gain=gain,
+        memory_saving_bytes=emb_params * (bytes_now - 1),
+        trigger={"embedding_params": emb_params},
+    )
+
+
+def recommend(ctx: Context) -> list[Recommendation]:
+    """Every rule that fires, fit-enabling memory tactics first, then by predicted speedup."""
+    out = []
+    for _, fn in RULES:
+        rec = fn(ctx)
+        if rec is not None:
+            out.append(rec)
+    # What makes the step fit comes first, in this order; then the rest by predicted speedup.
+    enabling = ["cpu_offload", "weight_only_nf4", "fsdp", "deepspeed_zero", "tensor_parallel",
+                "pipeline_parallel", "activation_checkpointing", "grad_accumulation"]
+
+    def order(rec: Recommendation) -> tuple:
+        if rec.id in enabling:
+            return (0, enabling.index(rec.id), 0.0)
+        return (1, 0, -(rec.predicted_speedup or 0.0))
+
+    return sorted(out, key=order)

@@ -1,0 +1,130 @@
+"""What-if profiles: the same step after a tactic, for the cost model to price.
+
+Each function returns a new :class:`~aiadvisor.schema.ModelProfile` whose ops describe what the
+tactic changes (fewer bytes, fewer launches, fewer FLOPs); the predicted gain of the tactic is the
+cost model's step time on the original over its step time on the transformed profile. The
+assumption behind each transform is in its docstring and in the recommendation's rationale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable
+
+from ..schema import ModelProfile, OpRecord
+
+ATTENTION_WORDS = ("attn", "attention")
+
+
+def _with_ops(prof: ModelProfile, ops: list[OpRecord]) -> ModelProfile:
+    return dataclasses.replace(prof, ops=tuple(ops))
+
+
+def _scaled(op: OpRecord, *, flops: float = 1.0, nbytes: float = 1.0,
+            count: float | None = None) -> OpRecord:
+    return dataclasses.replace(op, flops=op.flops * flops, bytes_read=op.bytes_read * nbytes,
+                               bytes_written=op.bytes_written * nbytes,
+                               count=op.count if count is None else count)
+
+
+def map_ops(prof: ModelProfile, fn: Callable[[OpRecord], OpRecord | None]) -> ModelProfile:
+    """Apply ``fn`` to every op; ops it maps to None are dropped."""
+    return _with_ops(prof, [new for op in prof.ops if (new := fn(op)) is not None])
+
+
+def fuse_elementwise(prof: ModelProfile) -> ModelProfile:
+    """torch.compile / TensorRT fusion: the memory-bound ops of one module and phase become one
+    kernel that reads its largest input and writes its largest output once (intermediates stay
+    in registers), launched as often as the least-launched op of the group. Conservative: a
+    fused kernel usually moves less than the largest single op."""
+    groups: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
+    kept: list[OpRecord] = []
+    for op in prof.ops:
+        if op.op_class == "memory":
+            groups[(op.module, op.phase)].append(op)
+        else:
+            kept.append(op)
+    for (module, phase), ops in groups.items():
+        first = max(ops, key=lambda o: o.bytes_total)
+        kept.append(dataclasses.replace(
+            first, op="fused." + phase, count=min(o.count for o in ops),
+            bytes_read=max(o.bytes_read for o in ops),
+            bytes_written=max(o.bytes_written for o in ops), flops=sum(o.flops for o in ops),
+        ))
+    return _with_ops(prof, kept)
+
+
+def _in_attention(op: OpRecord) -> bool:
+    return any(word in op.module.lower().rsplit(".", 1)[-1] for word in ATTENTION_WORDS)
+
+
+def fused_attention(prof: ModelProfile) -> ModelProfile:
+    """Scaled-dot-product attention (FlashAttention): the softmax, masking, scaling and dropout
+    of the attention module's own ops run inside the attention kernel, so their memory traffic
+    (the s x s score matrices) disappears; the two batched matmuls remain."""
+    return map_ops(prof, lambda op: None if op.op_class == "memory" and _in_attention(op) else op)
+
+
+def quantized_optimizer_state(prof: ModelProfile, *, old_state_bytes: float,
+                              new_state_bytes: float) -> ModelProfile:
+    """8-bit optimizer: per element the step reads param, grad and the moments and writes param
+    and the moments; only the moments shrink. AdamW: (4 + 4 + 2 s) read + (4 + 2 s) written,
+    s = bytes per moment (4 -> 1)."""
+    old = (4 + 4 + 2 * old_state_bytes) + (4 + 2 * old_state_bytes)
+    new = (4 + 4 + 2 * new_state_bytes) + (4 + 2 * new_state_bytes)
+    return map_ops(prof, lambda op: _scaled(op, nbytes=new / old) if op.phase == "optimizer"
+                   else op)
+
+
+def fused_optimizer(prof: ModelProfile) -> ModelProfile:
+    """A fused optimizer updates every parameter tensor in one launch instead of one launch (or
+    several) per tensor: same bytes, one call."""
+    return map_ops(prof, lambda op: _scaled(op, count=1) if op.phase == "optimizer" else op)
+
+
+def sparse_gemms(prof: ModelProfile, *, density: float = 0.5) -> ModelProfile:
+    """2:4 semi-structured sparsity: the sparse tensor cores skip the zero half of each weight,
+    so GEMM FLOPs and weight bytes fall to ``density`` (inference, Linear layers)."""
+    return map_ops(prof, lambda op: _scaled(op, flops=density) if op.op_class == "gemm"
+                   and not _in_attention(op) else op)
+
+
+def pruned(prof: ModelProfile, *, keep: float) -> ModelProfile:
+    """Structured channel pruning keeping ``keep`` of each layer's output channels: a layer's
+    FLOPs and weights shrink with its outputs and with the previous layer's (``keep^2``);
+    activation traffic shrinks with ``keep``."""
+    def shrink(op: OpRecord) -> OpRecord:
+        if op.op_class in ("gemm", "conv"):
+            return _scaled(op, flops=keep * keep, nbytes=keep)
+        if op.op_class == "memory":
+            return _scaled(op, nbytes=keep)
+        return op
+
+    return map_ops(prof, shrink)
+
+
+def embedding_bytes(prof: ModelProfile, *, factor: float) -> ModelProfile:
+    """Quantized embedding tables: the lookups read ``factor`` as many weight bytes."""
+    return map_ops(prof, lambda op: _scaled(op, nbytes=factor) if op.op_class == "embedding"
+                   else op)
+
+
+def with_extra_ops(prof: ModelProfile, extra: list[OpRecord]) -> ModelProfile:
+    """The profile plus ops it does not show (e.g. the layout transposes cuDNN inserts)."""
+    return _with_ops(prof, [*prof.ops, *extra])
+
+
+def layout_transposes(prof: ModelProfile) -> list[OpRecord]:
+    """The NCHW <-> NHWC copies cuDNN's tensor-core convolutions make when tensors are NCHW:
+    each conv's operands are read and written once more (what channels_last saves; an upper
+    bound, since the weights are converted once, not per call)."""
+    extra = []
+    for op in prof.ops:
+        if op.op_class == "conv":
+            extra.append(dataclasses.replace(
+                op, op="layout.transpose", op_class="memory", flops=0.0,
+                bytes_read=op.bytes_read + op.bytes_written,
+                bytes_written=op.bytes_read + op.bytes_written,
+            ))
+    return extra

@@ -1,0 +1,115 @@
+"""Hardware ranking over the catalog, and the precision table, against hand-worked figures."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import aiadvisor as aa
+from aiadvisor.recommend.precision import fallback_precision, precision_table, support_level
+from aiadvisor.recommend.predictor import Predictor
+from aiadvisor.recommend.ranking import _pareto, rank_hardware
+from aiadvisor.schema import ParallelConfig
+
+from .conftest import make_profile
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return aa.hardware.all_specs()
+
+
+@pytest.fixture(scope="module")
+def llama70b_ranking(llama70b, specs):
+    return rank_hardware(llama70b, specs=specs, precision="bf16", num_devices=8,
+                         predictor=Predictor()).set_index("hardware")
+
+
+def test_devices_needed_for_llama3_70b(llama70b_ranking):
+    r = llama70b_ranking
+    # Without offload, FSDP + full checkpointing needs per device 16 x 70.55e9 / n bytes of
+    # states + ~5.1e9 (gathered block) + ~7e9 (block inputs, one block, logits):
+    #   H100 (80 GB, 72e9 usable):   n=16 -> 70.5e9 + 12e9 > 72e9;  n=32 -> 47e9: 32.
+    #   H200 (141 GB, 126.9e9):      n=8 -> 141e9 + 12e9 > 126.9e9; n=16 -> 83e9: 16.
+    #   B200 (180 GB, 162e9):        n=8 -> 153e9 < 162e9: 8.
+    assert r.loc["NVIDIA H100 SXM", "devices_needed"] == 32
+    assert r.loc["NVIDIA H200 SXM", "devices_needed"] == 16
+    assert r.loc["NVIDIA B200", "devices_needed"] == 8
+    assert not r.loc["NVIDIA H100 SXM", "fits"] and r.loc["NVIDIA B200", "fits"]
+    assert r.loc["NVIDIA H100 SXM", "num_devices"] == 32  # ranked on what it needs
+
+
+def test_cost_and_energy_follow_from_price_tdp_and_throughput(llama70b_ranking):
+    row = llama70b_ranking.loc["NVIDIA H100 SXM"]
+    n, price, tdp = row["num_devices"], row["usd_per_hour"], 700.0  # H100 SXM TDP, datasheet
+    # $ per million samples = n devices x $/hour / 3600 s / (samples/s) x 1e6
+    assert row["cost_per_million_samples_usd"] == pytest.approx(
+        n * price / 3600 / row["throughput"] * 1e6)
+    # upper bound: every device at its TDP for the whole step
+    assert row["energy_per_sample_j_upper_bound"] == pytest.approx(n * tdp / row["throughput"])
+
+
+def test_whole_catalog_is_ranked_fastest_first(llama70b_ranking, specs):
+    r = llama70b_ranking
+    assert len(r) == len(specs)
+    speeds = r["throughput"].dropna().tolist()
+    assert speeds == sorted(speeds, reverse=True)
+    cpu = r[r["kind"] == "cpu"]
+    assert cpu["fits"].isna().all() or cpu["fits"].map(lambda v: v is None).all()
+
+
+def test_pareto_front_by_hand():
+    # speed, cost: A (10, 5) and B (8, 3) trade off; C (6, 6) is slower and dearer than A;
+    # D has no price and E no prediction: neither is ranked.
+    df = pd.DataFrame({"throughput": [10, 8, 6, 12, math.nan],
+                       "cost_per_million_samples_usd": [5, 3, 6, math.nan, 1]})
+    assert _pareto(df) == [True, True, False, False, False]
+
+
+def test_unsupported_precision_falls_back_and_says_so(specs):
+    prof = make_profile(num_params=10**8, num_blocks=4, block_params=2 * 10**7, block_act=10**8,
+                        block_out=10**6)
+    df = rank_hardware(prof, specs=specs, precision="bf16", num_devices=1,
+                       predictor=Predictor()).set_index("hardware")
+    t4 = df.loc["NVIDIA T4"]  # Turing: fp16 tensor cores, no bf16
+    assert t4["precision"] == "fp16" and "bf16 not supported" in t4["notes"]
+    assert df.loc["NVIDIA H100 SXM", "precision"] == "bf16"
+
+
+def test_support_levels_and_nearest_precision():
+    v100, h100, t4 = (aa.hardware.get(n) for n in ("V100 SXM2 32GB", "H100 SXM", "T4"))
+    assert support_level(h100, "fp8") == "full" and support_level(t4, "fp8") == "emulated"
+    assert fallback_precision(t4, "fp8", mode="train") == "fp16"
+    assert fallback_precision(v100, "bf16", mode="train") == "fp16"
+    assert fallback_precision(h100, "nf4", mode="train") == "bf16"  # weight-only: not training
+
+
+def test_precision_table_for_inference_memory():
+    # Inference, 1e9 parameters: weights at 4, 2, 1 and 4.5/8 bytes per parameter (NF4: 4-bit
+    # codes + one fp32 absmax per 64 weights = 4.5 bits).
+    prof = make_profile(num_params=10**9, num_blocks=4, block_params=2 * 10**8,
+                        block_out=10**6, mode="infer")
+    table = precision_table(prof, aa.hardware.get("H100 SXM"), parallel=ParallelConfig(),
+                            predictor=Predictor()).set_index("precision")
+    mem = table["memory_per_device_bytes"]
+    assert mem["fp32"] - mem["bf16"] == pytest.approx(2e9)
+    assert mem["bf16"] - mem["fp8"] == pytest.approx(1e9)
+    assert mem["bf16"] - mem["nf4"] == pytest.approx(2e9 - 4.5 / 8 * 1e9)
+    assert table.loc["fp32", "speedup_vs_fp32"] == pytest.approx(1.0)
+    assert table.loc["bf16", "speedup_vs_fp32"] > 1
+    assert table.loc["nf4", "usable"] and "loss scaling" in table.loc["fp16", "handled_by"]
+
+
+def test_precision_table_for_training_rules_out_weight_only_formats():
+    prof = make_profile(num_params=10**8, num_blocks=4, block_params=2 * 10**7,
+                        block_act=10**8, block_out=10**6)
+    table = precision_table(prof, aa.hardware.get("T4"), parallel=ParallelConfig(),
+                            predictor=Predictor()).set_index("precision")
+    for p in ("int8", "int4", "nf4"):
+        assert not table.loc[p, "usable"] and "not for training" in table.loc[p, "notes"]
+    assert not table.loc["fp8", "usable"] and "nearest is fp16" in table.loc["fp8", "notes"]
+    assert not table.loc["bf16", "usable"]
+    assert table.loc["fp16", "usable"]
+    assert "scaling recipes" in table.loc["fp8", "handled_by"]

@@ -1,0 +1,195 @@
+"""Tactics fire from profiled numbers, are priced by the cost model, and come with code that
+parses and uses the user's names."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+
+import aiadvisor as aa
+from aiadvisor.codegen import CodeNames
+from aiadvisor.recommend.memory import PartsSource
+from aiadvisor.recommend.predictor import Predictor
+from aiadvisor.recommend.tactics import RULES, Context, recommend
+from aiadvisor.schema import ParallelConfig
+
+NAMES = {"model_name": "net", "inputs_name": "tokens", "optimizer_name": "opt"}
+
+
+def _gpt2(*, mode="train", batch=8, seq=256, attn="eager"):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=5000, n_positions=256,
+                        bos_token_id=0, eos_token_id=0, attn_implementation=attn)
+    return aa.profile(GPT2LMHeadModel(config), torch.randint(0, 5000, (batch, seq)), mode=mode)
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
+            torch.nn.Conv2d(64, 128, 3, padding=1, stride=2), torch.nn.BatchNorm2d(128),
+            torch.nn.ReLU(), torch.nn.Conv2d(128, 128, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.features(x)
+
+
+@pytest.fixture(scope="module")
+def gpt2_train():
+    return _gpt2()
+
+
+@pytest.fixture(scope="module")
+def gpt2_infer():
+    return _gpt2(mode="infer", batch=1)
+
+
+@pytest.fixture(scope="module")
+def cnn_train():
+    torch.manual_seed(0)
+    return aa.profile(SmallCNN(), torch.randn(64, 3, 64, 64))
+
+
+@pytest.fixture(scope="module")
+def llama8b_infer():
+    from .conftest import _llama
+
+    tokens = torch.randint(0, 128256, (1, 2048), device="meta")
+    return aa.profile(_llama(4096, 14336, 32, 32), tokens, mode="infer", precision="bf16")
+
+
+def _ids(report) -> set[str]:
+    return {r.id for r in report.recommendations}
+
+
+@pytest.fixture(scope="module")
+def scenarios(gpt2_train, gpt2_infer, cnn_train, llama8b, llama70b, llama8b_infer):
+    """(profile, options) -> fired ids, for every scenario the assertions below use."""
+    cases = {
+        "gpt2_h100": (gpt2_train, {"hardware": "H100 SXM"}),
+        "gpt2_t4": (gpt2_train, {"hardware": "T4"}),
+        "gpt2_infer_h100": (gpt2_infer, {"hardware": "H100 SXM", "precision": "bf16"}),
+        "gpt2_infer_xeon": (gpt2_infer, {"hardware": "Intel Xeon Platinum 8480+"}),
+        "gpt2_infer_orin": (gpt2_infer, {"hardware": "Jetson Orin Nano 8GB"}),
+        "cnn_h100": (cnn_train, {"hardware": "H100 SXM", "precision": "bf16"}),
+        "llama8b_8": (llama8b, {"hardware": "H100 SXM", "num_devices": 8, "precision": "bf16"}),
+        "llama70b_8": (llama70b, {"hardware": "H100 SXM", "num_devices": 8,
+                                  "precision": "bf16"}),
+        "llama70b_32": (llama70b, {"hardware": "H100 SXM", "num_devices": 32,
+                                   "precision": "bf16"}),
+        "llama8b_infer_t4": (llama8b_infer, {"hardware": "T4", "precision": "fp16"}),
+        "llama8b_decode_h100": (llama8b_infer.at(seq_len=16),
+                                {"hardware": "H100 SXM", "precision": "bf16"}),
+        "llama8b_prefill_h100": (llama8b_infer.at(batch_size=8),
+                                 {"hardware": "H100 SXM", "precision": "bf16"}),
+    }
+    return {name: aa.advise(prof, **opts, **NAMES) for name, (prof, opts) in cases.items()}
+
+
+def test_rules_fire_where_their_numbers_say(scenarios):
+    fired = {name: _ids(report) for name, report in scenarios.items()}
+    # fp32 training of a transformer on an H100: matmuls dominate, TF32/bf16 engines exist,
+    # eager attention stores its scores, launch overhead is large at this size.
+    assert {"tf32", "bf16_autocast", "sdpa", "torch_compile", "cuda_graphs",
+            "fused_optimizer", "larger_batch"} <= fired["gpt2_h100"]
+    assert not {"fp16_autocast", "channels_last", "dynamic_int8", "serving",
+                "fsdp"} & fired["gpt2_h100"]
+    # The T4 has fp16 tensor cores but neither bf16 nor TF32.
+    assert "fp16_autocast" in fired["gpt2_t4"]
+    assert not {"bf16_autocast", "tf32", "fp8"} & fired["gpt2_t4"]
+    # Inference at batch 1: underused GPU -> serving; CPU -> dynamic int8; edge -> pruning.
+    assert {"serving", "onnx_export", "embedding_int8"} <= fired["gpt2_infer_h100"]
+    assert "dynamic_int8" in fired["gpt2_infer_xeon"] and "cuda_graphs" not in fired[
+        "gpt2_infer_xeon"]
+    assert "distill_prune" in fired["gpt2_infer_orin"]
+    assert {"channels_last", "dataloader"} <= fired["cnn_h100"]
+    assert {"fsdp", "fp8", "optimizer_8bit"} <= fired["llama8b_8"]
+    assert "cpu_offload" in fired["llama70b_8"]
+    assert {"tensor_parallel", "pipeline_parallel"} & fired["llama70b_32"]
+    # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.5 bits) does.
+    assert "weight_only_nf4" in fired["llama8b_infer_t4"]
+    assert "weight_only_int4" in fired["llama8b_decode_h100"]  # memory-bound decode
+    assert "sparsity_24" in fired["llama8b_prefill_h100"]  # compute-bound prefill
+
+
+def test_every_rule_is_conditional(scenarios):
+    fired = [_ids(report) for report in scenarios.values()]
+    every = {tactic_id for tactic_id, _ in RULES}
+    assert len(every) >= 20
+    fired_somewhere = set().union(*fired)
+    never_fired = every - fired_somewhere - {"deepspeed_zero", "grad_accumulation"}
+    assert not never_fired  # (those two are exercised with hand-built plans below)
+    always = set.intersection(*fired)
+    assert not always  # no rule fires everywhere
+
+
+def test_predicted_speedup_is_the_cost_model_ratio(gpt2_train, scenarios):
+    rec = next(r for r in scenarios["gpt2_h100"].recommendations if r.id == "bf16_autocast")
+    fp32 = aa.predict(gpt2_train, hardware="H100 SXM", precision="fp32")
+    bf16 = aa.predict(gpt2_train, hardware="H100 SXM", precision="bf16")
+    assert rec.predicted_speedup == pytest.approx(fp32.step_time_s / bf16.step_time_s, rel=1e-3)
+    assert rec.speedup_low <= rec.predicted_speedup <= rec.speedup_high
+    tf32 = next(r for r in scenarios["gpt2_h100"].recommendations if r.id == "tf32")
+    t = aa.predict(gpt2_train, hardware="H100 SXM", precision="tf32")
+    assert tf32.predicted_speedup == pytest.approx(fp32.step_time_s / t.step_time_s, rel=1e-3)
+
+
+def test_rationale_names_the_number_that_triggered_it(scenarios):
+    fsdp = next(r for r in scenarios["llama8b_8"].recommendations if r.id == "fsdp")
+    ddp_bytes = fsdp.extra["trigger"]["ddp_bytes_per_device"]
+    # 16 bytes x 8.03e9 parameters = 128.5e9 of states alone under DDP
+    assert ddp_bytes > 128.5e9
+    assert f"{ddp_bytes / 1e9:.1f} GB" in fsdp.rationale
+    assert fsdp.memory_saving_bytes > 0.75 * 128.5e9  # 7/8 of the states
+    cnn = next(r for r in scenarios["cnn_h100"].recommendations if r.id == "channels_last")
+    share = cnn.extra["trigger"]["conv_flops_share"]
+    assert share >= 0.3 and f"{100 * share:.0f}%" in cnn.rationale
+
+
+def test_code_parses_and_uses_the_users_names(scenarios):
+    for report in scenarios.values():
+        for rec in report.recommendations:
+            tree = ast.parse(rec.code)
+            names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            if rec.extra["snippet"] not in ("tf32", "dataloader", "larger_batch"):
+                assert "net" in names, rec.id
+            assert "model" not in names, rec.id  # the default name never leaks in
+
+
+def test_impossible_precision_is_explained_not_raised(gpt2_train):
+    report = aa.advise(gpt2_train, hardware="T4", precision="fp8")
+    assert report.options["precision"] == "fp16"
+    assert any("fp8" in note and "T4" in note for note in report.notes)
+    row = report.precision.set_index("precision").loc["fp8"]
+    assert not row["usable"] and "no fp8 engine" in row["notes"]
+
+
+def _context(prof, config, *, spec_name="H100 SXM", precision="bf16") -> Context:
+    spec = aa.hardware.get(spec_name)
+    parts = PartsSource(prof)
+    return Context(prof=prof, spec=spec, precision=precision, num_devices=config.num_devices,
+                   config=config, plan_fits=True, parts=parts(precision),
+                   names=CodeNames(model="net"), predictor=Predictor(), parts_for=parts)
+
+
+def test_deepspeed_and_accumulation_follow_the_chosen_plan(llama8b):
+    fired = {r.id for r in recommend(_context(llama8b, ParallelConfig(dp_degree=8,
+                                                                         zero_stage=2)))}
+    assert "deepspeed_zero" in fired and "fsdp" not in fired
+    fired = {r.id for r in recommend(_context(llama8b, ParallelConfig(dp_degree=8,
+                                                                         zero_stage=3)))}
+    assert "fsdp" in fired and "deepspeed_zero" not in fired
+    prof4 = llama8b.at(batch_size=4)
+    ctx = _context(prof4, ParallelConfig(dp_degree=8, zero_stage=3, grad_accum_steps=4))
+    accum = next(r for r in recommend(ctx) if r.id == "grad_accumulation")
+    # 4 samples per device -> 4 micro-batches of 1: per-batch activations shrink 4x
+    assert accum.memory_saving_bytes > 0
+    assert "accum_steps = 4" in accum.code
+    ctx = _context(prof4, ParallelConfig(dp_degree=8, zero_stage=3))
+    assert "grad_accumulation" not in {r.id for r in recommend(ctx)}

@@ -1,0 +1,216 @@
+"""aa.advise and the Report: fields, recomputation without re-tracing, renderings, bad input,
+and a hostile hardware catalog that must not change the generated code."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+
+import pytest
+import torch
+
+import aiadvisor as aa
+from aiadvisor.errors import InvalidArgumentError, UnknownHardwareError
+from aiadvisor.schema import ModelProfile, Prediction, Recommendation
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(256, 256) for _ in range(4))
+        self.head = torch.nn.Linear(256, 10)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return self.head(x)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return MLP()
+
+
+@pytest.fixture(scope="module")
+def report(model):
+    return aa.advise(model, torch.randn(32, 256), hardware="H100 SXM", model_name="net",
+                     inputs_name="batch", optimizer_name="opt")
+
+
+def test_report_fields(report):
+    assert isinstance(report.profile, ModelProfile)
+    # 4 x (256 x 256 + 256) + 256 x 10 + 10 parameters, counted by hand
+    assert report.profile.num_params == 4 * (256 * 256 + 256) + 2570
+    assert isinstance(report.prediction, Prediction)
+    assert report.prediction.hardware == "NVIDIA H100 SXM"
+    assert report.options == {"hardware": "NVIDIA H100 SXM", "num_devices": 1,
+                              "precision": "fp32", "batch_size": 32, "seq_len": None,
+                              "mode": "train", "budget_usd_per_hour": None}
+    assert len(report.hardware) == len(aa.hardware.all_specs())
+    assert list(report.precision["precision"]) == ["fp32", "tf32", "bf16", "fp16", "fp8", "int8",
+                                                   "int4", "nf4"]
+    assert report.parallel.iloc[0]["strategy"] == "ddp"
+    assert report.recommendations and all(isinstance(r, Recommendation)
+                                          for r in report.recommendations)
+    for rec in report.recommendations:
+        names = {n.id for n in ast.walk(ast.parse(rec.code)) if isinstance(n, ast.Name)}
+        assert "model" not in names and "x" not in names  # the user's names are used
+
+
+def test_report_is_read_only(report):
+    with pytest.raises(AttributeError, match="read-only"):
+        report.options = {}
+
+
+def test_with_options_recomputes_without_retracing(report, monkeypatch):
+    import aiadvisor.profiler
+
+    def no_trace(*args, **kwargs):
+        raise AssertionError("with_options must not re-trace the model")
+
+    monkeypatch.setattr(aiadvisor.profiler, "profile", no_trace)
+    bigger = report.with_options(batch_size=64, num_devices=4)
+    assert bigger.options["batch_size"] == 64 and bigger.options["num_devices"] == 4
+    # forward FLOPs of Linear layers are linear in the batch: exactly twice those at 32
+    assert bigger.profile.flops_forward == pytest.approx(2 * report.profile.flops_forward)
+    assert (bigger.parallel["dp"] * bigger.parallel["tp"] * bigger.parallel["pp"] == 4).all()
+    assert bigger.prediction.num_devices == 4
+    other = report.with_options(hardware="A100 80GB SXM", precision="bf16")
+    assert other.options["hardware"] == "NVIDIA A100 80GB SXM"
+    assert other.prediction.precision == "bf16"
+    assert report.options["batch_size"] == 32  # the original is unchanged
+
+
+def test_with_options_rejects_unknown_or_bad_options(report):
+    with pytest.raises(InvalidArgumentError, match="'mode'.*new advise"):
+        report.with_options(mode="infer")
+    with pytest.raises(InvalidArgumentError, match="num_devices=0"):
+        report.with_options(num_devices=0)
+    with pytest.raises(InvalidArgumentError, match="precision='fp64'"):
+        report.with_options(precision="fp64")
+    with pytest.raises(UnknownHardwareError, match="Did you mean"):
+        report.with_options(hardware="H100 SXMM")
+
+
+def test_json_round_trips(report):
+    text = report.to_json()
+    data = json.loads(text)
+    assert data == report.to_dict()
+    assert "NaN" not in text
+    assert data["options"]["hardware"] == "NVIDIA H100 SXM"
+    assert [r["id"] for r in data["recommendations"]] == [r.id for r in report.recommendations]
+    assert len(data["hardware"]) == len(report.hardware)
+
+
+def test_markdown_and_text(report):
+    md = report.to_markdown()
+    assert md.startswith("# aiadvisor report")
+    assert md.count("```python") == len(report.recommendations)
+    assert "| plan | memory/device |" in md
+    text = str(report)
+    assert "Recommendations" in text and report.recommendations[0].title in text
+    assert "estimate" in text  # figures are labelled as estimates
+    assert repr(report).startswith("<aiadvisor.Report net: train on 1 x NVIDIA H100 SXM")
+
+
+def test_html_is_self_contained_and_theme_aware(report):
+    html = report._repr_html_()
+    assert html.startswith("<style>") and 'class="aiadvisor-report"' in html
+    assert "<script" not in html and "<iframe" not in html
+    # colors come from JupyterLab's theme variables (with fallbacks), never hard-coded white
+    assert "var(--jp-ui-font-color1" in html and "#fff" not in html.lower()
+    assert html.count('class="aa-card"') == len(report.recommendations)
+    # code is shown as escaped text
+    first = report.recommendations[0].code
+    assert first.splitlines()[0].replace('"', "&quot;").replace("'", "&#x27;") in html
+
+
+def test_precision_the_device_lacks_is_explained(model):
+    report = aa.advise(model, torch.randn(32, 256), hardware="T4", precision="fp8")
+    assert report.options["precision"] == "fp16"
+    assert report.options["requested_precision"] == "fp8"
+    assert any("fp8" in n and "NVIDIA T4" in n for n in report.notes)
+
+
+def test_a_model_larger_than_any_plan_is_explained():
+    from .recommend.conftest import make_profile
+
+    # 70e9 parameters in 80 blocks of 8.75e8 on one 8 GB Jetson (7.2e9 usable): even with
+    # every state offloaded, FSDP's working copy of a block (2 x 8.75e8 x 2 + 8.75e8 x 2 =
+    # 5.25e9 bytes) plus checkpointed activations (80 x 1e8 block inputs) is over 7.2e9.
+    huge = make_profile(num_params=7 * 10**10, num_blocks=80, block_params=875 * 10**6,
+                        block_act=10**9, block_out=10**8, other_act=10**9, batch_size=1)
+    report = aa.advise(huge, hardware="Jetson Orin Nano 8GB", precision="bf16")
+    assert not report.parallel["fits"].any()
+    assert any("Nothing fits on 1 x NVIDIA Jetson Orin Nano 8GB" in n for n in report.notes)
+    assert str(report) and report._repr_html_()  # renders, nothing raised
+
+
+@pytest.mark.parametrize("name", ["1net", "net work", "class", "net;import os", ""])
+def test_names_are_validated_before_profiling(model, name, monkeypatch):
+    import aiadvisor.profiler
+
+    monkeypatch.setattr(aiadvisor.profiler, "profile", lambda *a, **k: pytest.fail("traced"))
+    with pytest.raises(InvalidArgumentError, match="Python variable name"):
+        aa.advise(model, torch.randn(4, 256), model_name=name)
+
+
+def test_bad_options_raise(model):
+    with pytest.raises(InvalidArgumentError, match="mode='eval'.*'train', 'infer'"):
+        aa.advise(model, torch.randn(4, 256), mode="eval")
+    with pytest.raises(InvalidArgumentError, match="budget_usd_per_hour=-1"):
+        aa.advise(model, torch.randn(4, 256), budget_usd_per_hour=-1)
+
+
+def test_default_hardware_is_the_attached_device(model):
+    report = aa.advise(model, torch.randn(8, 256), mode="infer")
+    assert report.options["hardware"] == aa.hardware.detect().name
+    assert report.options["mode"] == "infer"
+
+
+def test_budget_marks_the_rows_within_it(report):
+    cheap = report.with_options(budget_usd_per_hour=1.0)
+    priced = cheap.hardware[cheap.hardware["usd_per_hour"].notna()]
+    expected = priced["usd_per_hour"] * priced["num_devices"] <= 1.0
+    assert (priced["within_budget"].astype(bool) == expected).all()
+    assert any("$1/hour" in n for n in cheap.notes)
+
+
+def _all_code(report) -> list[str]:
+    return [r.code for r in report.recommendations]
+
+
+def test_hostile_hardware_csv_cannot_change_the_generated_code(tmp_path, model):
+    path = tmp_path / "evil.csv"
+    path.write_text(
+        "name,vendor,kind,memory_gb,memory_bw_gbs,fp32_tflops,tf32_tflops,bf16_tflops,"
+        "fp16_tflops,interconnect,source,notes\n"
+        '"EVIL"" GPU\'; import os; os.system(""echo pwned"") #\n'
+        'x = 1 <script>alert(1)</script>",NVIDIA,gpu,80,3350,67,494.7,989.4,989.4,'
+        '"NVLink\n__import__(\'os\')","x"" + __import__(\'os\').system(\'id\') + """,'
+        '"notes\nwith a newline"\n'
+    )
+    evil = next(s for s in aa.hardware.all_specs(path) if s.name.startswith("EVIL"))
+    assert "\n" in evil.name and "<script>" in evil.name
+    benign = dataclasses.replace(evil, name="Benign GPU", interconnect="NVLink", source="",
+                                 notes="")
+    prof = aa.profile(model, torch.randn(32, 256))
+    bad = aa.advise(prof, hardware=evil, num_devices=8)
+    good = aa.advise(prof, hardware=benign, num_devices=8)
+    assert [r.id for r in bad.recommendations] == [r.id for r in good.recommendations]
+    assert _all_code(bad) == _all_code(good)  # byte for byte
+    for code in _all_code(bad):
+        assert "pwned" not in code and "EVIL" not in code and "__import__" not in code
+        ast.parse(code)
+    html = bad._repr_html_()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert json.loads(bad.to_json())["options"]["hardware"] == evil.name
+
+
+def test_rationales_use_decimal_gigabytes(report):
+    text = " ".join(r.rationale for r in report.recommendations)
+    assert "GiB" not in text
+    assert re.search(r"\d GB|\d MB", text) or "GB" not in text
