@@ -54,20 +54,31 @@ CONFIG = alt.Config(
 )
 
 
-def chart(kind: str, records: list[dict], *, encoding: dict[str, Any], width: Any = None,
-          height: Any = None, **mark_options: Any) -> alt.Chart:
+def chart(kind: str, records: list[dict] | None, *, encoding: dict[str, Any],
+          width: Any = None, height: Any = None, **mark_options: Any) -> alt.Chart:
     """A chart of ``kind`` marks over ``records`` with channels ``encoding``.
 
     Data goes in last and sizes are set in place: altair copies a chart (and its data) on each
-    ``.mark_*()``, ``.encode()`` and ``.properties()``.
+    ``.mark_*()``, ``.encode()`` and ``.properties()``. ``records=None`` leaves the data for
+    :func:`layers` to attach.
     """
     built = alt.Chart(mark=alt.MarkDef(type=kind, **mark_options)).encode(**encoding)
-    built.data = alt.Data(values=records)
+    if records is not None:
+        built.data = alt.Data(values=records)
     if width is not None:
         built.width = width
     if height is not None:
         built.height = height
     return built
+
+
+def layers(*parts: tuple[alt.Chart, list[dict]], **properties: Any) -> alt.LayerChart:
+    """Layer charts built with ``records=None`` and attach each one's records afterwards
+    (``LayerChart()`` deep-copies its layers, data included)."""
+    layered = alt.LayerChart(layer=[part for part, _ in parts], **properties)
+    for layer, (_, records) in zip(layered.layer, parts):
+        layer.data = alt.Data(values=records)
+    return layered
 
 
 def finish(chart: alt.TopLevelMixin, *, title: str, subtitle: str | list[str] = ""):

@@ -7,10 +7,11 @@ import math
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from ..units import fmt_bytes
-from ._style import FIT_COLOURS, PALETTE, byte_unit, chart, finish
+from ._style import FIT_COLOURS, PALETTE, byte_unit, chart, finish, layers
 
 __all__ = ["memory_per_device_chart", "pareto_chart", "pareto_front", "precision_chart"]
 
@@ -23,15 +24,15 @@ def pareto_front(frame: pd.DataFrame, *, cost: str, speed: str) -> pd.Series:
     >>> pareto_front(df, cost="c", speed="s").tolist()
     [True, True, False, True]
     """
-    valid = frame[cost].notna() & frame[speed].notna()
-    c, s = frame[cost], frame[speed]
-    on_front = []
-    for i in frame.index:
-        if not valid[i]:
-            on_front.append(False)
-            continue
-        better = valid & (c <= c[i]) & (s >= s[i]) & ((c < c[i]) | (s > s[i]))
-        on_front.append(not better.any())
+    c = frame[cost].to_numpy(dtype=float)
+    s = frame[speed].to_numpy(dtype=float)
+    valid = ~(np.isnan(c) | np.isnan(s))
+    cv, sv = c[valid], s[valid]
+    # dominated[i]: some valid j is no dearer, no slower and strictly better in one of the two
+    no_worse = (cv[None, :] <= cv[:, None]) & (sv[None, :] >= sv[:, None])
+    strictly = (cv[None, :] < cv[:, None]) | (sv[None, :] > sv[:, None])
+    on_front = np.zeros(len(frame), dtype=bool)
+    on_front[valid] = ~(no_worse & strictly).any(axis=1)
     return pd.Series(on_front, index=frame.index)
 
 
@@ -53,18 +54,20 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
     data = frame[ok]
     data = data[(data[cost] > 0) & (data[speed] > 0)]
     front = pareto_front(data, cost=cost, speed=speed)
-    records = [{"name": str(row[name]), "short": _short_name(str(row[name]), row.get(colour)),
-                "colour": str(row.get(colour, "")),
-                "cost": float(row[cost]), "speed": float(row[speed]), "pareto": bool(on),
-                "fit_text": _fit_text(row.get(fits) if fits else True)}
-               for (_, row), on in zip(data.iterrows(), front)]
+    colours = data[colour] if colour in data.columns else [""] * len(data)
+    fit_values = data[fits] if fits else [True] * len(data)
+    records = [{"name": str(n), "short": _short_name(str(n), v), "colour": str(v),
+                "cost": float(c), "speed": float(s), "pareto": bool(on),
+                "fit_text": _fit_text(f)}
+               for n, v, c, s, on, f in zip(data[name], colours, data[cost], data[speed], front,
+                                            fit_values)]
     on_front = sorted((r for r in records if r["pareto"]), key=lambda r: r["cost"])
     # Log scales fitted to the data (nice=False): devices cluster within a decade or two.
     x = alt.X("cost:Q", scale=alt.Scale(type="log", nice=False, padding=12), title=cost_title)
     y = alt.Y("speed:Q", scale=alt.Scale(type="log", nice=False, padding=12), title=speed_title)
-    line = chart("line", on_front, color="#888888", strokeDash=[5, 3],
+    line = chart("line", None, color="#888888", strokeDash=[5, 3],
                  encoding={"x": x, "y": y, "order": alt.Order("cost:Q")})
-    points = chart("point", records, filled=True, size=70, opacity=0.85, encoding={
+    points = chart("point", None, filled=True, size=70, opacity=0.85, encoding={
         "x": x, "y": y,
         "color": alt.Color("colour:N", title=colour, scale=alt.Scale(range=list(PALETTE))),
         "shape": alt.Shape("fit_text:N", title=None,
@@ -76,13 +79,14 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
                     alt.Tooltip("speed:Q", title=speed_title, format=",.3g"),
                     alt.Tooltip("cost:Q", title=cost_title, format=",.3g"),
                     alt.Tooltip("pareto:N", title="on the front")]})
-    labels = chart("text", on_front, align="left", dx=6, dy=-6, fontSize=10,
+    labels = chart("text", None, align="left", dx=6, dy=-6, fontSize=10,
                    encoding={"x": x, "y": y, "text": alt.Text("short:N")})
     subtitle = ["estimated; dashed line: the Pareto front (nothing is both cheaper and faster)"]
     missing = len(frame) - len(records)
     if missing:
         subtitle.append(f"{missing} device(s) without a price or a prediction are not shown")
-    layered = alt.LayerChart(layer=[line, points, labels], width=520, height=320)
+    layered = layers((line, on_front), (points, records), (labels, on_front), width=520,
+                     height=320)
     return finish(layered, title="Speed against cost", subtitle=subtitle)
 
 
@@ -109,22 +113,22 @@ def memory_per_device_chart(frame: pd.DataFrame, *, memory: str, label: str,
     records = [{"plan": plan, "value": float(value) / divisor, "text": fmt_bytes(value),
                 "fit_text": _fit_text(fit)}
                for plan, value, fit in zip(plans, frame[memory], fit_values)]
-    bars = chart("bar", records, width=460, height=alt.Step(18), encoding={
+    bars = chart("bar", None, width=460, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=f"{unit} per device"),
         "y": alt.Y("plan:N", sort=plans, title=None),
         "color": alt.Color("fit_text:N", title=None,
                            scale=alt.Scale(domain=list(FIT_COLOURS),
                                            range=list(FIT_COLOURS.values()))),
         "tooltip": [alt.Tooltip("plan:N"), alt.Tooltip("text:N", title="per device")]})
-    layers = [bars]
+    parts = [(bars, records)]
     if device_memory_bytes:
         limit = [{"value": device_memory_bytes / divisor,
                   "label": f"{device_name} {fmt_bytes(device_memory_bytes)}"}]
-        layers.append(chart("rule", limit, strokeDash=[4, 3], size=2, color="#888888",
+        parts.append((chart("rule", None, strokeDash=[4, 3], size=2, color="#888888",
                             encoding={"x": alt.X("value:Q"),
                                       "tooltip": [alt.Tooltip("label:N",
-                                                              title="device memory")]}))
-    return finish(alt.LayerChart(layer=layers), title="Memory per device of each plan",
+                                                              title="device memory")]}), limit))
+    return finish(layers(*parts), title="Memory per device of each plan",
                   subtitle="estimated from the profile; dashed: the device's memory")
 
 
@@ -148,7 +152,7 @@ def precision_chart(frame: pd.DataFrame, *, precision: str, speedup: str,
         records.append(row)
     order = [r["precision"] for r in records]
     x = alt.X("precision:N", sort=order, title=None)
-    bars = chart("bar", records, width=380, height=200, encoding={
+    bars = chart("bar", None, width=380, height=200, encoding={
         "x": x, "y": alt.Y("speedup:Q", title="predicted speedup (×)"),
         "color": alt.Color("support:N", title=None,
                            scale=alt.Scale(domain=["usable", "not usable here"],
@@ -156,12 +160,12 @@ def precision_chart(frame: pd.DataFrame, *, precision: str, speedup: str,
         "tooltip": [alt.Tooltip("precision:N"), alt.Tooltip("speedup:Q", format=".2f"),
                     alt.Tooltip("low:Q", format=".2f", title="likely from"),
                     alt.Tooltip("high:Q", format=".2f", title="likely to")]})
-    layers = [bars]
+    parts = [(bars, records)]
     ranged = [r for r in records if "low" in r]
     if ranged:
-        layers.append(chart("rule", ranged, color="#888888", strokeWidth=2, encoding={
-            "x": x, "y": alt.Y("low:Q"), "y2": alt.Y2("high")}))
-    layers.append(chart("rule", [{"one": 1.0}], color="#888888", strokeDash=[2, 2],
-                        encoding={"y": alt.Y("one:Q")}))
-    return finish(alt.LayerChart(layer=layers), title="Step speed by precision",
+        parts.append((chart("rule", None, color="#888888", strokeWidth=2, encoding={
+            "x": x, "y": alt.Y("low:Q"), "y2": alt.Y2("high")}), ranged))
+    parts.append((chart("rule", None, color="#888888", strokeDash=[2, 2],
+                        encoding={"y": alt.Y("one:Q")}), [{"one": 1.0}]))
+    return finish(layers(*parts), title="Step speed by precision",
                   subtitle="estimated; whiskers: the likely range")

@@ -8,7 +8,7 @@ import pandas as pd
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile
 from ..units import fmt_bytes, fmt_flops
-from ._style import PALETTE, byte_unit, chart, finish, flop_unit
+from ._style import PALETTE, byte_unit, chart, finish, flop_unit, layers
 from .modules import module_breakdown
 
 __all__ = ["memory_chart", "module_chart", "roofline_chart", "roofline_points"]
@@ -57,7 +57,7 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
                   flop_div, fmt_flops)
     memory = _long(labels, frame, {"param_bytes": "weights",
                                    "activation_bytes": "saved activations"}, byte_div, fmt_bytes)
-    left = chart("bar", flops, width=240, height=alt.Step(18), encoding={
+    left = chart("bar", None, width=240, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=f"{flop_name} per step", stack="zero"),
         "y": alt.Y("label:N", sort=labels, title=None),
         "color": alt.Color("part:N", title="FLOPs", sort=["forward", "backward"],
@@ -66,7 +66,7 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
                            legend=alt.Legend(orient="bottom")),
         "tooltip": [alt.Tooltip("label:N", title="module"), alt.Tooltip("part:N", title="phase"),
                     alt.Tooltip("text:N", title="FLOPs")]})
-    right = chart("bar", memory, width=200, height=alt.Step(18), encoding={
+    right = chart("bar", None, width=200, height=alt.Step(18), encoding={
         "x": alt.X("value:Q", title=byte_name, stack="zero"),
         "y": alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
         "color": alt.Color("part:N", title="Memory",
@@ -77,6 +77,9 @@ def module_chart(profile: ModelProfile, *, max_rows: int = 12) -> alt.HConcatCha
                     alt.Tooltip("text:N", title="bytes")]})
     both = alt.HConcatChart(hconcat=[left, right],
                             resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")))
+    # Data after the concat (its constructor deep-copies the parts).
+    both.hconcat[0].data = alt.Data(values=flops)
+    both.hconcat[1].data = alt.Data(values=memory)
     phase = "forward + backward" if profile.mode == "train" else "forward"
     return finish(both, title="Where the FLOPs and memory go",
                   subtitle=f"counted from the traced {phase} step, batch {profile.batch_size}")
@@ -94,25 +97,25 @@ def memory_chart(profile: ModelProfile, *, device_memory_bytes: int | None = Non
     divisor, unit = byte_unit(max(peak, device_memory_bytes if show_limit else 0, 1))
     records = [{"part": name, "value": value / divisor, "text": fmt_bytes(value), "order": i,
                 "row": "this step"} for i, (name, value) in enumerate(parts)]
-    bar = chart("bar", records, width=460, height=50, size=26, encoding={
+    bar = chart("bar", None, width=460, height=50, size=26, encoding={
         "x": alt.X("value:Q", title=unit, stack="zero"),
         "y": alt.Y("row:N", title=None),
         "color": alt.Color("part:N", sort=[p for p, _ in parts], title=None,
                            scale=alt.Scale(range=list(PALETTE))),
         "order": alt.Order("order:Q"),
         "tooltip": [alt.Tooltip("part:N", title="held"), alt.Tooltip("text:N", title="bytes")]})
-    layers = [bar]
+    parts_ = [(bar, records)]
     subtitle = f"peak {fmt_bytes(peak)} (traced, batch {profile.batch_size})"
     if show_limit:
         limit = [{"value": device_memory_bytes / divisor,
                   "label": f"{device_name} {fmt_bytes(device_memory_bytes)}"}]
-        layers.append(chart("rule", limit, color="#888888", strokeDash=[4, 3], size=2, encoding={
-            "x": alt.X("value:Q"), "tooltip": [alt.Tooltip("label:N", title="device memory")]}))
+        parts_.append((chart("rule", None, color="#888888", strokeDash=[4, 3], size=2, encoding={
+            "x": alt.X("value:Q"), "tooltip": [alt.Tooltip("label:N", title="device memory")]}),
+            limit))
         subtitle += f"; dashed: the {fmt_bytes(device_memory_bytes)} of {device_name}"
     elif share is not None:
         subtitle += f", {share:.2%} of the {fmt_bytes(device_memory_bytes)} of {device_name}"
-    return finish(alt.LayerChart(layer=layers), title="Memory at the peak of one step",
-                  subtitle=subtitle)
+    return finish(layers(*parts_), title="Memory at the peak of one step", subtitle=subtitle)
 
 
 def roofline_points(profile: ModelProfile, hardware: HardwareSpec, *,
@@ -166,15 +169,15 @@ def roofline_chart(profile: ModelProfile, hardware: HardwareSpec, *,
             {"intensity": hi, "attainable_tflops": peak}]
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
     y = alt.Y("attainable_tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
-    line = chart("line", roof, color="#888888", strokeWidth=2, encoding={"x": x, "y": y})
-    dots = chart("circle", points.to_dict("records"), opacity=0.9, encoding={
+    line = chart("line", None, color="#888888", strokeWidth=2, encoding={"x": x, "y": y})
+    dots = chart("circle", None, opacity=0.9, encoding={
         "x": x, "y": y,
         "size": alt.Size("flops_share:Q", scale=alt.Scale(range=[60, 600]), legend=None),
         "color": alt.Color("what:N", title="ops", scale=alt.Scale(range=list(PALETTE))),
         "tooltip": [alt.Tooltip("what:N", title="ops"), alt.Tooltip("text:N", title="FLOPs"),
                     alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
                     alt.Tooltip("attainable_tflops:Q", title="bound, TFLOP/s", format=".3g")]})
-    layered = alt.LayerChart(layer=[line, dots], width=420, height=260)
+    layered = layers((line, roof), (dots, points.to_dict("records")), width=420, height=260)
     subtitle = [(f"{hardware.name}, {precision}: peak {peak:g} TFLOP/s (dense), "
                  f"{bandwidth:g} GB/s; ridge at {ridge:.0f} FLOP/byte"),
                 "estimated: points sit on the roofline bound, an upper limit"]
