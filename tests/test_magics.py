@@ -165,7 +165,6 @@ def advised(shell):
     """`%advise net batch` once (static display: the testing shell has no kernel)."""
     from IPython.utils.capture import capture_output
 
-    pytest.importorskip("aiadvisor.api")
     torch.manual_seed(0)
     shell.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
                                                  torch.nn.Linear(128, 10)),

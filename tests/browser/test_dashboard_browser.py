@@ -41,7 +41,6 @@ def _skip_without_browser() -> None:
         pytest.skip("needs Debian's chromium on PATH (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api")
     pytest.importorskip("jupyterlab")
-    pytest.importorskip("aiadvisor.api")  # TODO(issue 6): drop once the advisor has landed
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("anywidget")
 pytest.importorskip("altair")
-pytest.importorskip("aiadvisor.api")
 
 import aiadvisor as aa
 from aiadvisor.errors import AIAdvisorError
