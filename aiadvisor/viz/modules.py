@@ -12,6 +12,7 @@ __all__ = ["module_breakdown"]
 
 _VALUES = ("flops_forward", "flops_backward", "param_bytes", "activation_bytes", "bytes_total")
 COLUMNS = ("module", "type", "repeat", *_VALUES)
+MIN_SHARE = 0.001
 
 
 @dataclass
@@ -110,6 +111,10 @@ def module_breakdown(profile: ModelProfile, *, max_rows: int = 12,
     table = [_row(n, n.own() if own else n.total(), own_only=own) for n, own in rows]
     frame = pd.DataFrame(table, columns=list(COLUMNS))
     frame["flops_total"] = frame["flops_forward"] + frame["flops_backward"]
-    frame = frame[(frame["flops_total"] > 0) | (frame["param_bytes"] > 0)
-                  | (frame["activation_bytes"] > 0)]
+    # Rows below 0.1 % of every total (e.g. a loss's 4-byte scalar) would be empty bars.
+    keep = False
+    for column in ("flops_total", "param_bytes", "activation_bytes"):
+        total = frame[column].sum()
+        keep = keep | (frame[column] >= MIN_SHARE * total) & (frame[column] > 0)
+    frame = frame[keep]
     return frame.sort_values("flops_total", ascending=False, kind="stable").reset_index(drop=True)

@@ -34,7 +34,10 @@ _dash = get_ipython().find_magic("advise").__self__.last_view
 _button = _dash.views[-1].cards[0][1]
 print(json.dumps({"status": _button.status, "code": _button.code,
                   "first": _dash.report.recommendations[0].code}))
+# Where a front end has no notebook model to edit (VS Code, Colab) the button copies instead:
+_dash.views[-1].cards[1][1].mode = "copy"
 """
+COPIED = "print(_dash.views[-1].cards[1][1].status)"
 END = "# end of notebook"
 
 
@@ -71,20 +74,38 @@ def _shoot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 
+def _copy_fallback(page, nb: NotebookPage) -> dict:
+    """Click the second button, switched to copy mode: clipboard, no new cell, "copied"."""
+    count = len(nb.sources())
+    page.locator(".aiadvisor-insert:visible").nth(1).click()
+    page.wait_for_function("() => navigator.clipboard.readText().then(t => t.length > 0)",
+                           timeout=5_000)
+    clipboard = page.evaluate("() => navigator.clipboard.readText()")
+    shown = page.locator(".aiadvisor-code:visible").nth(1).inner_text()
+    nb.run(4)
+    return {"clipboard": clipboard, "shown": shown, "status": nb.output_text(4).strip(),
+            "cells_added": len(nb.sources()) - count}
+
+
 def _run_scenario(jupyter, app: str, *, dark: bool) -> dict:
     server, context = jupyter
     name = f"advise_{app}.ipynb"
-    write_notebook(server.root / name, [SETUP, ADVISE, CHECK, END])
+    write_notebook(server.root / name, [SETUP, ADVISE, CHECK, COPIED, END])
     page = context.new_page()
+    started = time.perf_counter()
     try:
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.goto(server.url(name, app))
         nb = NotebookPage(page)
         nb.wait_ready()
+        nb.set_theme("JupyterLab Light")  # the settings (and a dark theme) persist across apps
+        timings = {"ready_s": time.perf_counter() - started}
         nb.run(0)
+        timings["setup_s"] = time.perf_counter() - started
         nb.run(1)
         page.locator(".aiadvisor-dashboard .aiadvisor-header").first.wait_for(timeout=30_000)
+        timings["advise_s"] = time.perf_counter() - started
         if OFFLINE_CHARTS:  # else vega comes from a CDN, which a sandboxed CI cannot reach
             page.locator(".aiadvisor-dashboard .vega-embed svg").first.wait_for(timeout=30_000)
         _shoot(page, f"{app}_profile")
@@ -101,6 +122,7 @@ def _run_scenario(jupyter, app: str, *, dark: bool) -> dict:
         _shoot(page, f"{app}_inserted")
         nb.run(3)  # CHECK moved from 2 to 3 by the inserted cell
         kernel_side = json.loads(nb.output_text(3).strip().splitlines()[-1])
+        copied = _copy_fallback(page, nb) if app == "lab" else None
         if dark:
             nb.set_theme("JupyterLab Dark")
             _open_tab(page, "Profile")
@@ -109,7 +131,9 @@ def _run_scenario(jupyter, app: str, *, dark: bool) -> dict:
             _open_tab(page, "Hardware")
             time.sleep(0.5)
             _shoot(page, f"{app}_hardware_dark")
-        return {"inserted": inserted, "shown": shown, "kernel": kernel_side,
+        timings["done_s"] = time.perf_counter() - started
+        print(app, {k: round(v, 1) for k, v in timings.items()})
+        return {"inserted": inserted, "shown": shown, "kernel": kernel_side, "copied": copied,
                 "sources": nb.sources(), "errors": errors}
     except Exception:
         _shoot(page, f"{app}_ERROR")
@@ -129,4 +153,8 @@ def test_insert_below_puts_the_recommendation_under_the_advise_cell(jupyter, app
     assert result["sources"][2] == result["kernel"]["first"]
     assert result["sources"][1] == ADVISE
     assert result["kernel"]["status"] == "inserted"
+    if result["copied"] is not None:  # JupyterLab run: the clipboard fallback too
+        copied = result["copied"]
+        assert copied["status"] == "copied" and copied["cells_added"] == 0
+        assert copied["clipboard"].strip() == copied["shown"].strip()
     assert not [e for e in result["errors"] if "aiadvisor" in e or "anywidget" in e], result

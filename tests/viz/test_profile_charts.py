@@ -152,3 +152,17 @@ def test_units_pick_the_readable_prefix():
     assert flop_unit(1.2e15) == (1e15, "PFLOP")
     assert byte_unit(1023) == (1, "B")
     assert byte_unit(3 * 1024**2) == (1024**2, "MiB")
+
+
+def test_module_breakdown_drops_rows_below_a_thousandth_of_every_total():
+    import dataclasses
+
+    prof = _profile()
+    # The model's own ops keep a 4-byte loss scalar: 4 of 38,000 saved bytes (0.01 %), no FLOPs,
+    # no weights -- an empty bar. A 400-byte one is 400 / 38,400 = 1.04 % and stays.
+    tiny = dataclasses.replace(prof, modules=(
+        dataclasses.replace(prof.modules[0], activation_bytes=4), *prof.modules[1:]))
+    assert "(model's own ops)" not in set(module_breakdown(tiny)["module"])
+    kept = dataclasses.replace(prof, modules=(
+        dataclasses.replace(prof.modules[0], activation_bytes=400), *prof.modules[1:]))
+    assert "(model's own ops)" in set(module_breakdown(kept)["module"])
