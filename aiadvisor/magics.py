@@ -178,18 +178,18 @@ class Advisor(Magics):
 
 
 def _parse(magic: Any, line: str) -> Any:
-    for token in line.split():
-        if token.startswith("--"):
-            flag = token.split("=", 1)[0]
-            if not any(opt.startswith(flag) for opt in _OPTIONS):
-                hint = close_matches(flag, _OPTIONS, n=1)
-                fix = f" Did you mean {hint[0]}?" if hint else ""
-                raise UsageError(f"%advise has no option {flag}.{fix} Options: "
-                                 f"{', '.join(_OPTIONS)}.")
+    """Split like a shell (quotes group ``"NVIDIA H100 SXM"`` and are removed) and parse."""
     try:
-        argv = arg_split(line, posix=True)  # posix: `--hardware "H100 SXM"` loses its quotes
+        argv = arg_split(line, posix=True)
     except ValueError as exc:  # an unclosed quote
         raise UsageError(f"%advise could not split {line!r}: {exc}.") from exc
+    for token in argv:
+        flag = token.split("=", 1)[0]
+        if flag.startswith("--") and not any(opt.startswith(flag) for opt in _OPTIONS):
+            hint = close_matches(flag, _OPTIONS, n=1)
+            fix = f" Did you mean {hint[0]}?" if hint else ""
+            raise UsageError(f"%advise has no option {flag}.{fix} Options: "
+                             f"{', '.join(_OPTIONS)}.")
     return magic.parser.parse_args(argv)
 
 
