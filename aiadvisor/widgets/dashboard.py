@@ -20,7 +20,7 @@ import ipywidgets as W
 from ..errors import AIAdvisorError
 from ..units import PRECISIONS, fmt_seconds
 from .charts import quick_charts
-from .html import ESTIMATED
+from .html import ESTIMATED, note
 from .views import VIEWS
 
 __all__ = ["Dashboard"]
@@ -223,5 +223,6 @@ def headline_html(report: Any) -> str:
             f"in {esc(pred.precision)} (likely {fmt_seconds(pred.low_s)} to "
             f"{fmt_seconds(pred.high_s)}), {_rate(pred.throughput)} samples/s, "
             f"{esc(pred.bound)}-bound, {esc(pred.confidence)} confidence {ESTIMATED}")
+    notes = "".join(note(n, kind="warn") for n in getattr(report, "notes", ()) or ())
     return (f'<div class="aiadvisor-header">{title}'
-            f'<div class="aiadvisor-headline">{line}</div></div>')
+            f'<div class="aiadvisor-headline">{line}</div>{notes}</div>')

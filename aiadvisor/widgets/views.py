@@ -229,7 +229,8 @@ class ParallelView(_View):
     def render(self, report: Any) -> None:
         frame = report.parallel
         spec = _target_spec(report)
-        parts: list[W.Widget] = []
+        advice = frame.attrs.get("advice", "")
+        parts: list[W.Widget] = [W.HTML(H.note(advice))] if advice else []
         if {"strategy", "memory_per_device_bytes"} <= set(frame.columns) and len(frame):
             top = frame.head(self.MAX_BARS)
             parts.append(self.chart("memory", lambda: plan_charts.memory_per_device_chart(

@@ -3,6 +3,8 @@ errors routed to the Output, insert buttons and the plain-text fallback."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -77,6 +79,14 @@ def test_precision_and_devices_reach_the_report(dash):
     dash.tabs.selected_index = 3
     assert (dash.report.parallel["strategy"].str.len() > 0).all()
     assert "× 8" in dash.header.value
+
+
+def test_report_notes_show_under_the_headline(dash):
+    # fp8 on an A100 (no fp8 engine): the advisor explains the fallback in report.notes.
+    dash.precision.value = "fp8"
+    assert dash.report.notes
+    for text in dash.report.notes:
+        assert html.escape(text) in dash.header.value
 
 
 def test_target_device_changes_the_prediction(dash):
