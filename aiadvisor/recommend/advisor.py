@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import CodeNames
@@ -24,19 +24,94 @@ OPTION_KEYS = ("hardware", "num_devices", "precision", "batch_size", "seq_len",
                "budget_usd_per_hour")
 
 
-@dataclass
 class Advice:
-    """Everything a Report shows, computed from one profile and one set of options."""
+    """Everything a Report shows for one profile and one set of options.
 
-    profile: ModelProfile
-    spec: HardwareSpec
-    options: dict[str, Any]
-    hardware: pd.DataFrame
-    precision: pd.DataFrame
-    parallel: pd.DataFrame
-    recommendations: list[Recommendation]
-    prediction: Prediction | None
-    notes: list[str] = field(default_factory=list)
+    Each table is computed the first time it is read and then kept: a dashboard that redraws
+    only its visible tab after a slider moves pays only for that tab. The parallel plan is the
+    core the precision table, the prediction and the recommendations build on.
+    """
+
+    def __init__(self, base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
+                 options: dict[str, Any], names: CodeNames, predictor: Predictor) -> None:
+        self.spec, self._specs, self._names, self._predictor = spec, specs, names, predictor
+        self._precision_notes: list[str] = []
+        batch, seq = options.get("batch_size"), options.get("seq_len")
+        # Profiles and activation analyses are memoised on the captured profile, so
+        # re-advising for another batch size or device count re-uses them (no re-trace).
+        seq_prof = predictor.memo(base, ("seq", seq), lambda: base.at(seq_len=seq))
+        self.profile = prof = predictor.at(seq_prof, batch or seq_prof.batch_size)
+        self._parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
+                                      cache=predictor.memo(seq_prof, ("parts",), dict))
+        self.num_devices = options.get("num_devices") or 1
+        self.requested = options.get("precision") or "fp32"
+        self.precision_name = _effective_precision(spec, self.requested, prof.mode,
+                                                   self._precision_notes)
+        resolved = {**options, "hardware": spec.name, "num_devices": self.num_devices,
+                    "precision": self.precision_name, "batch_size": prof.batch_size,
+                    "seq_len": prof.seq_len, "mode": prof.mode}
+        if self.requested != self.precision_name:
+            resolved["requested_precision"] = self.requested
+        self.options = resolved
+        self._budget = options.get("budget_usd_per_hour")
+        self._budget_notes: list[str] = []
+
+    @functools.cached_property
+    def parallel(self) -> pd.DataFrame:
+        return plan_parallel_table(self.profile, spec=self.spec, num_devices=self.num_devices,
+                                   precision=self.precision_name,
+                                   parts=self._parts_for(self.precision_name),
+                                   predictor=self._predictor)
+
+    @functools.cached_property
+    def _chosen(self) -> tuple[ParallelConfig, bool, list[str]]:
+        notes: list[str] = []
+        config, fits = _chosen_plan(self.parallel, notes)
+        return config, fits, notes
+
+    @functools.cached_property
+    def hardware(self) -> pd.DataFrame:
+        table = rank_hardware(self.profile, specs=self._specs, precision=self.requested,
+                              num_devices=self.num_devices, predictor=self._predictor,
+                              parts_for=self._parts_for)
+        _apply_budget(table, self._budget, self._budget_notes)
+        return table
+
+    @functools.cached_property
+    def precision(self) -> pd.DataFrame:
+        return precision_table(self.profile, self.spec, parallel=self._chosen[0],
+                               predictor=self._predictor, parts_for=self._parts_for)
+
+    @functools.cached_property
+    def _outcome(self):
+        return self._predictor.plan(self.profile, self.spec, precision=self.precision_name,
+                                    parallel=self._chosen[0])
+
+    @property
+    def prediction(self) -> Prediction | None:
+        return self._outcome.prediction
+
+    @functools.cached_property
+    def recommendations(self) -> list[Recommendation]:
+        config, fits, _ = self._chosen
+        ctx = Context(prof=self.profile, spec=self.spec, precision=self.precision_name,
+                      num_devices=self.num_devices, config=config, plan_fits=fits,
+                      parts=self._parts_for(self.precision_name), names=self._names,
+                      predictor=self._predictor, parts_for=self._parts_for)
+        return recommend(ctx)
+
+    @property
+    def notes(self) -> list[str]:
+        """Explanations: precision fallbacks, what would make it fit, why a prediction is
+        missing, the budget (reading this computes the plan and, with a budget, the ranking)."""
+        notes = list(self._precision_notes) + list(self._chosen[2])
+        notes += list(self.parallel.attrs.get("notes", []))
+        if self.prediction is None and self._outcome.reason:
+            notes.append(self._outcome.reason)
+        if self._budget is not None:
+            self.hardware  # noqa: B018 - computes the ranking and its budget note
+            notes += self._budget_notes
+        return notes
 
 
 def check_count(name: str, value: Any, *, upper: int | None = None) -> int | None:
@@ -92,42 +167,9 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
 
 def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
             options: dict[str, Any], names: CodeNames, predictor: Predictor) -> Advice:
-    """Every table for ``base`` rescaled to the options' batch size and sequence length."""
-    notes: list[str] = []
-    batch, seq = options.get("batch_size"), options.get("seq_len")
-    # Profiles and activation analyses are memoised on the captured profile, so re-advising
-    # for another batch size or device count re-uses them (no re-trace, few prof.at calls).
-    seq_prof = predictor.memo(base, ("seq", seq), lambda: base.at(seq_len=seq))
-    prof = predictor.memo(seq_prof, ("batch", batch), lambda: seq_prof.at(batch_size=batch))
-    parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
-                            cache=predictor.memo(seq_prof, ("parts",), dict))
-    num_devices = options.get("num_devices") or 1
-    requested = options.get("precision") or "fp32"
-    precision = _effective_precision(spec, requested, prof.mode, notes)
-    parts = parts_for(precision)
-    parallel = plan_parallel_table(prof, spec=spec, num_devices=num_devices,
-                                   precision=precision, parts=parts, predictor=predictor)
-    config, fits = _chosen_plan(parallel, notes)
-    ctx = Context(prof=prof, spec=spec, precision=precision, num_devices=num_devices,
-                  config=config, plan_fits=fits, parts=parts, names=names, predictor=predictor,
-                  parts_for=parts_for)
-    hardware = rank_hardware(prof, specs=specs, precision=requested, num_devices=num_devices,
-                             predictor=predictor, parts_for=parts_for)
-    _apply_budget(hardware, options.get("budget_usd_per_hour"), notes)
-    precision_df = precision_table(prof, spec, parallel=config, predictor=predictor,
-                                   parts_for=parts_for)
-    outcome = predictor.plan(prof, spec, precision=precision, parallel=config)
-    if outcome.prediction is None and outcome.reason:
-        notes.append(outcome.reason)
-    recs = recommend(ctx)
-    resolved = {**options, "hardware": spec.name, "num_devices": num_devices,
-                "precision": precision, "batch_size": prof.batch_size, "seq_len": prof.seq_len,
-                "mode": prof.mode}
-    if requested != precision:
-        resolved["requested_precision"] = requested
-    return Advice(profile=prof, spec=spec, options=resolved, hardware=hardware,
-                  precision=precision_df, parallel=parallel, recommendations=recs,
-                  prediction=outcome.prediction, notes=notes + list(parallel.attrs["notes"]))
+    """The advice for ``base`` rescaled to the options' batch size and sequence length."""
+    return Advice(base, spec=spec, specs=specs, options=options, names=names,
+                  predictor=predictor)
 
 
 def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:

@@ -68,7 +68,12 @@ def _divisors(n: int) -> list[int]:
 
 
 def _model_splits(prof: ModelProfile, num_devices: int) -> list[tuple[int, int]]:
-    """(tp, pp) pairs: tp a power-of-two divisor within a node, pp at most the block count."""
+    """(tp, pp) pairs: tp a power-of-two divisor within a node, pp at most the block count.
+
+    Pipelines follow Megatron-LM's order of parallelisms (Narayanan et al. 2021, sec. 3.3):
+    tensor parallel fills a node first, pipeline stages span nodes, so a pipeline plan uses
+    the largest tp that fits in a node and leaves whole stages.
+    """
     pairs = []
     for tp in _divisors(num_devices):
         if tp > DEVICES_PER_NODE or (tp > 1 and not prof.num_blocks) or tp & (tp - 1):
@@ -76,8 +81,18 @@ def _model_splits(prof: ModelProfile, num_devices: int) -> list[tuple[int, int]]
         for pp in _divisors(num_devices // tp):
             if pp > 1 and (not prof.num_blocks or pp > prof.num_blocks):
                 continue
+            if pp > 1 and tp != _node_tp(num_devices // pp):
+                continue
             pairs.append((tp, pp))
     return pairs
+
+
+def _node_tp(devices_per_stage_group: int) -> int:
+    """The largest power of two up to the node size that divides the devices left per stage."""
+    tp = 1
+    while tp * 2 <= DEVICES_PER_NODE and devices_per_stage_group % (tp * 2) == 0:
+        tp *= 2
+    return tp
 
 
 def pipeline_microbatches(pp: int, replica_batch: int) -> int:
@@ -93,6 +108,10 @@ def _base_configs(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
     for tp, pp in _model_splits(prof, num_devices):
         dp = num_devices // (tp * pp)
         stages = (0, 1, 2, 3) if dp > 1 and prof.mode == "train" else (0,)
+        if pp > 1:
+            # Pipelines pair with a sharded optimizer only (Megatron-LM's distributed optimizer;
+            # DeepSpeed does not run ZeRO-2/3 under pipeline parallelism).
+            stages = tuple(s for s in stages if s <= 1)
         m = pipeline_microbatches(pp, tp * pp * prof.batch_size)
         for stage in stages:
             configs.append(ParallelConfig(dp_degree=dp, tp_degree=tp, pp_degree=pp,

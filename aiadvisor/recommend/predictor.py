@@ -62,6 +62,14 @@ class Predictor:
         self._cache: dict[tuple, tuple[ModelProfile, Outcome]] = {}
         self._at: dict[tuple, tuple[ModelProfile, ModelProfile]] = {}
         self._memo: dict[tuple, tuple[object, object]] = {}
+        self._roots: dict[int, tuple[ModelProfile, ModelProfile]] = {}
+
+    def derived(self, prof: ModelProfile, root: ModelProfile) -> ModelProfile:
+        """Record that ``prof`` is ``root.at(...)``: later ``at`` calls on ``prof`` are answered
+        from ``root``, so their results are shared by every profile derived from it."""
+        if prof is not root:
+            self._roots[id(prof)] = (prof, root)
+        return prof
 
     def memo(self, owner: object, key: tuple, compute):
         """``compute()`` once per (``owner`` object, ``key``), kept while the predictor lives."""
@@ -76,10 +84,15 @@ class Predictor:
         """``prof.at(batch_size=...)``, memoised."""
         if batch_size == prof.batch_size:
             return prof
+        link = self._roots.get(id(prof))
+        if link is not None and link[0] is prof:
+            prof = link[1]
+            if batch_size == prof.batch_size:
+                return prof
         key = (id(prof), batch_size)
         hit = self._at.get(key)
         if hit is None or hit[0] is not prof:
-            hit = self._at[key] = (prof, prof.at(batch_size=batch_size))
+            hit = self._at[key] = (prof, self.derived(prof.at(batch_size=batch_size), prof))
         return hit[1]
 
     def step_profile(self, prof: ModelProfile, config: ParallelConfig) -> ModelProfile:
@@ -98,33 +111,30 @@ class Predictor:
         return hit[1]
 
     def prefill(self, step_prof: ModelProfile, specs: list[HardwareSpec], precisions: list[str],
-                num_devices: int) -> None:
-        """Predict plain data parallel on ``num_devices`` for many devices and precisions in one
-        vectorised call (:func:`aiadvisor.costmodel.predict_table`) and cache the results, so
-        that :meth:`plan` / :meth:`outcome` for them are free. Benchmarked ("local") specs are
-        left to :meth:`outcome`, which uses their measured curves."""
-        from ..costmodel import predict_table
+                num_devices: int, parallel: ParallelConfig | None = None) -> None:
+        """Predict many devices and precisions in one vectorised cost-model call and cache the
+        results, so that :meth:`plan` / :meth:`outcome` for them are free.
 
-        parallel = ParallelConfig(dp_degree=num_devices)
+        Plain data parallel uses :func:`aiadvisor.costmodel.predict_table`; other layouts the
+        cost model's per-layout table (vectorised over devices as well). Benchmarked ("local")
+        specs are left to :meth:`outcome`, which uses their measured curves."""
+        parallel = parallel or ParallelConfig(dp_degree=num_devices)
         todo = [s for s in specs if not s.measured and all(
             (id(step_prof), s.name, id(s), p, parallel) not in self._cache for p in precisions)]
         if not todo:
             return
-        table = predict_table(step_prof, specs=todo, precisions=precisions,
-                              num_devices=num_devices)
+        table = _vector_table(step_prof, todo, precisions, parallel)
+        if table is None:
+            return  # each prediction will be made on its own
         by_name = {s.name: s for s in todo}
-        fields = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confidence",
-                  "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
-        for rec in table.to_dict(orient="records"):
+        for rec in table:
             spec = by_name.get(rec["hardware"])
             if spec is None:
                 continue
-            values = {k: rec[k] for k in fields}
-            for k in fields:
-                if k not in ("bound", "confidence"):
-                    values[k] = float(values[k])
+            values = {k: rec[k] if k in ("bound", "confidence") else float(rec[k])
+                      for k in _TABLE_FIELDS}
             pred = Prediction(hardware=spec.name, precision=rec["precision"],
-                              num_devices=num_devices, **values)
+                              num_devices=parallel.num_devices, **values)
             key = (id(step_prof), spec.name, id(spec), rec["precision"], parallel)
             self._cache[key] = (step_prof, Outcome(pred))
 
@@ -151,6 +161,35 @@ class Predictor:
             return Outcome(step_time(prof, spec, precision, parallel))
         except AIAdvisorError as exc:  # e.g. fp8 on a T4: explained, never raised
             return Outcome(None, str(exc))
+
+
+_TABLE_FIELDS = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confidence",
+                 "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
+
+
+def _vector_table(step_prof, specs, precisions, parallel) -> list[dict] | None:
+    """Rows of a vectorised prediction (one per supported spec x precision), or None when the
+    cost model offers no vectorised path for this layout."""
+    from .. import costmodel
+
+    if parallel == ParallelConfig(dp_degree=parallel.num_devices):
+        table = costmodel.predict_table(step_prof, specs=specs, precisions=precisions,
+                                        num_devices=parallel.num_devices)
+        return table.to_dict(orient="records")
+    per_layout = getattr(costmodel.api, "_table_for_precision", None)
+    if per_layout is None:  # pragma: no cover - depends on the cost model's internals
+        return None
+    model = costmodel.load_model()
+    rows: list[dict] = []
+    try:
+        for precision in precisions:
+            part = per_layout(step_prof, list(specs), precision, parallel, model)
+            if part is not None:
+                columns = {k: list(v) for k, v in dict(part).items()}
+                rows += [dict(zip(columns, values)) for values in zip(*columns.values())]
+    except (TypeError, ValueError, KeyError):  # pragma: no cover - internals changed
+        return None
+    return rows
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import AIAdvisorError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from .memory import DEVICES_PER_NODE, PartsSource, device_memory, usable_bytes
 from .parallel import MAX_DEVICES
@@ -65,6 +66,7 @@ class _Memory:
         self.prof = prof
         self.parts_for = parts_for
         self._totals: dict[tuple[str, ParallelConfig], float] = {}
+        self._lists: dict[tuple[str, int], list[tuple[ParallelConfig, float]]] = {}
 
     def total(self, precision: str, config: ParallelConfig) -> float:
         key = (precision, config)
@@ -73,9 +75,16 @@ class _Memory:
                                               parts=self.parts_for(precision)).total_bytes
         return self._totals[key]
 
+    def _options(self, precision: str, num_devices: int) -> list[tuple[ParallelConfig, float]]:
+        """The candidate plans on ``num_devices`` with their memory, in preference order."""
+        key = (precision, num_devices)
+        if key not in self._lists:
+            self._lists[key] = [(c, self.total(precision, c))
+                                for c in _candidates(self.prof, num_devices)]
+        return self._lists[key]
+
     def first_fitting(self, spec: HardwareSpec, precision: str, num_devices: int):
-        for config in _candidates(self.prof, num_devices):
-            mem = self.total(precision, config)
+        for config, mem in self._options(precision, num_devices):
             if spec.memory_bytes is None or mem <= usable_bytes(spec.memory_bytes):
                 return config, mem
         return None, None
@@ -140,16 +149,20 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
 
 
 def _prefill(prof: ModelProfile, choices: list[_Choice], predictor: Predictor) -> None:
-    """One vectorised cost-model call per device count for the devices that run plain data
-    parallel (most of the catalog for models that fit on one device)."""
-    groups: dict[int, list[_Choice]] = {}
+    """One vectorised cost-model call per (plan, precisions) group: most of the catalog shares
+    a handful of plans."""
+    groups: dict[ParallelConfig, list[_Choice]] = {}
     for c in choices:
-        if c.config is not None and c.config == ParallelConfig(dp_degree=c.used):
-            groups.setdefault(c.used, []).append(c)
-    for n, group in groups.items():
-        step = predictor.step_profile(prof, ParallelConfig(dp_degree=n))
+        if c.config is not None:
+            groups.setdefault(c.config, []).append(c)
+    for config, group in groups.items():
+        try:
+            step = predictor.step_profile(prof, config)
+        except AIAdvisorError:  # no scaling fit: each row says why it has no prediction
+            continue
         precisions = sorted({c.precision for c in group})
-        predictor.prefill(step, [c.spec for c in group], precisions, n)
+        predictor.prefill(step, [c.spec for c in group], precisions, config.num_devices,
+                          parallel=config)
 
 
 def _choose(prof, spec, requested, num_devices, memory) -> _Choice:

@@ -545,12 +545,14 @@ def larger_batch(ctx: Context) -> Recommendation | None:
                             micro_batch=layout(ctx.config, batch).micro_batch)
         if mem.total_bytes > capacity:
             break
-        bigger = ctx.prof.at(batch_size=batch)
+        bigger = ctx.predictor.at(ctx.prof, batch)
         pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
         if pred is None:
             break
         gain = throughput_gain(base, pred)
-        if gain.point >= 1.1 and (best is None or gain.point > best[1].point):
+        if best is not None and gain.point < 1.05 * best[1].point:
+            break  # diminishing returns: stop at the smaller batch
+        if gain.point >= 1.1:
             best = (batch, gain, mem.total_bytes)
     if best is None:
         return None
@@ -738,7 +740,7 @@ def serving(ctx: Context) -> Recommendation | None:
     if ctx.train or base is None or not p.num_blocks or not p.seq_len or p.batch_size > 8 \
             or not ctx.is_cuda_gpu:
         return None
-    bigger = p.at(batch_size=p.batch_size * 8)
+    bigger = ctx.predictor.at(p, p.batch_size * 8)
     pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
     if pred is None:
         return None
