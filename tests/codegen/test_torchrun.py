@@ -1,4 +1,5 @@
-"""The generated DDP and FSDP training script runs under torchrun: 2 CPU processes, gloo."""
+"""The generated DDP, FSDP and tensor-parallel scripts run under torchrun: 2 CPU processes,
+gloo."""
 
 from __future__ import annotations
 
@@ -59,23 +60,76 @@ def _reference_losses() -> list[float]:
     return losses
 
 
+TP_PREAMBLE = '''\
+import torch
+import torch.distributed as dist
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up_proj = torch.nn.Linear(16, 32)
+        self.down_proj = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return x + self.down_proj(torch.relu(self.up_proj(x)))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(Block() for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+torch.manual_seed(0)
+net = Net()
+batch = torch.randn(4, 16)
+reference = net(batch).detach().clone()
+'''
+
+TP_CHECK = '''
+output = net(batch)
+full = output.full_tensor() if hasattr(output, "full_tensor") else output
+torch.testing.assert_close(full, reference)  # the split matmuls give the same result
+output.sum().backward()
+print("tensor parallel output matches on rank", dist.get_rank())
+dist.destroy_process_group()
+'''
+
+
+def _launch(torchrun: Path, script: Path, tmp_path: Path) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+    )
+
+
 @pytest.mark.slow
-def test_generated_ddp_and_fsdp_scripts_train_under_torchrun(tmp_path: Path):
+def test_generated_ddp_fsdp_and_tp_scripts_run_under_torchrun(tmp_path: Path):
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists():
         pytest.skip("torchrun is not installed next to this Python")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     procs = {}
     for strategy in ("ddp", "fsdp"):
         code = snippet("distributed", names=NAMES, strategy=strategy, nproc=2, bf16=True,
                        num_steps=NUM_STEPS)
         script = tmp_path / f"train_{strategy}.py"
         script.write_text(PREAMBLE + "\n" + code)
-        procs[strategy] = subprocess.Popen(
-            [str(torchrun), "--standalone", "--nproc_per_node=2", str(script)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
-        )
+        procs[strategy] = _launch(torchrun, script, tmp_path)
+    tp_script = tmp_path / "train_tp.py"
+    tp_script.write_text(TP_PREAMBLE + snippet("tensor_parallel", names=NAMES, tp=2, dp=1,
+                                               nproc=2) + TP_CHECK)
+    tp = _launch(torchrun, tp_script, tmp_path)
     expected = _reference_losses()
+    out, _ = tp.communicate(timeout=240)
+    assert tp.returncode == 0, out[-3000:]
+    assert out.count("tensor parallel output matches") == 2
     for strategy, proc in procs.items():
         out, _ = proc.communicate(timeout=240)
         assert proc.returncode == 0, f"{strategy}:\n{out[-3000:]}"
