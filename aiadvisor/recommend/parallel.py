@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
-from ..units import GB, PRECISIONS
+from ..units import PRECISIONS
 from .memory import (
     DEVICES_PER_NODE,
     HEADROOM_FRACTION,
@@ -398,6 +398,8 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
     if not any(r.fits and not r.config.offload for r in rows):
         advice = advice_when_nothing_fits(prof, spec, num_devices=num_devices,
                                           precision=precision, parts=parts, rows=rows)
+        # also in the table itself: DataFrame attrs do not survive every pandas operation
+        df.loc[0, "notes"] = "; ".join(filter(None, [advice, df.loc[0, "notes"]]))
     notes = list(parts.notes)
     if num_devices > 1 and (df["tp"] == 1).all() and (df["pp"] == 1).all() and prof.num_blocks:
         notes.append("tensor and pipeline parallel not listed: plain data parallel fits in "
@@ -414,14 +416,3 @@ def _rank(df: pd.DataFrame) -> pd.DataFrame:
                    _speed=-df["throughput"].fillna(-math.inf))
     df = df.sort_values(["_order", "_speed", "memory_per_device_bytes"], kind="stable")
     return df.drop(columns=["_order", "_speed"]).reset_index(drop=True)
-
-
-def fits_summary(df: pd.DataFrame) -> str:
-    """One line for reports: the best plan, or why nothing fits."""
-    if df.empty:
-        return "no plan"
-    best = df.iloc[0]
-    if not best["fits"]:
-        return df.attrs.get("advice") or "nothing fits"
-    mem_gb = best["memory_per_device_bytes"] / GB
-    return f"{best['strategy']}: {mem_gb:.1f} GB per device"

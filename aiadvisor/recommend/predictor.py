@@ -51,6 +51,17 @@ def global_batch(config: ParallelConfig, per_device_batch: int) -> int:
     return config.num_devices * per_device_batch
 
 
+#: Cache sizes: a dashboard session moves sliders hundreds of times; the oldest entries go.
+_MAX_PREDICTIONS, _MAX_PROFILES = 4096, 256
+
+
+def _put(cache: dict, key, value, limit: int):
+    if len(cache) >= limit:
+        del cache[next(iter(cache))]
+    cache[key] = value
+    return value
+
+
 class Predictor:
     """Memoised :func:`aiadvisor.costmodel.predict` and ``prof.at`` calls.
 
@@ -68,7 +79,7 @@ class Predictor:
         """Record that ``prof`` is ``root.at(...)``: later ``at`` calls on ``prof`` are answered
         from ``root``, so their results are shared by every profile derived from it."""
         if prof is not root:
-            self._roots[id(prof)] = (prof, root)
+            _put(self._roots, id(prof), (prof, root), _MAX_PROFILES)
         return prof
 
     def memo(self, owner: object, key: tuple, compute):
@@ -76,7 +87,7 @@ class Predictor:
         full = (id(owner), *key)
         hit = self._memo.get(full)
         if hit is None or hit[0] is not owner:
-            hit = self._memo[full] = (owner, compute())
+            hit = _put(self._memo, full, (owner, compute()), _MAX_PROFILES)
         return hit[1]
 
     # -- profiles ----------------------------------------------------------------------------
@@ -92,7 +103,8 @@ class Predictor:
         key = (id(prof), batch_size)
         hit = self._at.get(key)
         if hit is None or hit[0] is not prof:
-            hit = self._at[key] = (prof, self.derived(prof.at(batch_size=batch_size), prof))
+            hit = _put(self._at, key, (prof, self.derived(prof.at(batch_size=batch_size), prof)),
+                       _MAX_PROFILES)
         return hit[1]
 
     def step_profile(self, prof: ModelProfile, config: ParallelConfig) -> ModelProfile:
@@ -107,7 +119,8 @@ class Predictor:
         key = (id(step_prof), spec.name, id(spec), precision, parallel)
         hit = self._cache.get(key)
         if hit is None or hit[0] is not step_prof:
-            hit = self._cache[key] = (step_prof, self._run(step_prof, spec, precision, parallel))
+            hit = _put(self._cache, key, (step_prof, self._run(step_prof, spec, precision,
+                                                               parallel)), _MAX_PREDICTIONS)
         return hit[1]
 
     def prefill(self, step_prof: ModelProfile, specs: list[HardwareSpec], precisions: list[str],
@@ -136,7 +149,7 @@ class Predictor:
             pred = Prediction(hardware=spec.name, precision=rec["precision"],
                               num_devices=parallel.num_devices, **values)
             key = (id(step_prof), spec.name, id(spec), rec["precision"], parallel)
-            self._cache[key] = (step_prof, Outcome(pred))
+            _put(self._cache, key, (step_prof, Outcome(pred)), _MAX_PREDICTIONS)
 
     def plan(self, prof: ModelProfile, spec: HardwareSpec, *, precision: str,
              parallel: ParallelConfig) -> Outcome:

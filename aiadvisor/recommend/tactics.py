@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
@@ -63,7 +63,6 @@ class Context:
     predictor: Predictor
     parts_for: PartsSource | None = None
     """Activation parts per precision (other precisions than ``precision``)."""
-    plan_rows: list[dict[str, Any]] = field(default_factory=list)
     _base: Prediction | None = None
 
     # -- predictions -------------------------------------------------------------------------
