@@ -91,7 +91,19 @@ def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
             f"({'; '.join(prof.notes) or 'profile(..., scaling=False)'}). Profile again at "
             f"batch_size={batch_size}, seq_len={seq_len}."
         )
+    # Sliders revisit the same sizes: keep the last few answers (profiles are immutable).
+    cache = prof.scaling.setdefault("cache", {})
+    hit = cache.get((batch_size, seq_len))
+    if hit is not None:
+        return hit
     dynamic = evaluate(prof.scaling["fit"], batch_size, seq_len)
     new = assemble.build_profile(prof.scaling["static"], dynamic, batch_size=batch_size,
                                  seq_len=seq_len)
-    return dataclasses.replace(new, scaling=prof.scaling)
+    new = dataclasses.replace(new, scaling=prof.scaling)
+    if len(cache) >= _CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[(batch_size, seq_len)] = new
+    return new
+
+
+_CACHE_SIZE = 64
