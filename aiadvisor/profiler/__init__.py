@@ -196,7 +196,7 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
     from .blocks import starred
     from .trace import _param_dtype
 
-    params = _unique_params(model)
+    params = list(model.parameters())  # tied parameters appear once
     num_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
     trainable_bytes = sum(p.numel() * p.element_size() for p in trainable)
@@ -243,7 +243,7 @@ def _weights_bytes(model, params, *, mode, precision) -> int:
     Inference in 16 bits stores every floating tensor in 2 bytes; 8-bit formats store weight
     matrices (rank >= 2) in 1 byte and the rest in 2; 4-bit formats 0.5 byte + a 16-bit scale
     per group of 64 (GPTQ/AWQ/NF4 use groups of 64-128)."""
-    buffers = _unique_buffers(model)
+    buffers = list(model.buffers())
     if mode == "train" or precision in ("fp32", "tf32"):
         return sum(t.numel() * t.element_size() for t in [*params, *buffers])
     per_matrix = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 64,
@@ -257,24 +257,6 @@ def _weights_bytes(model, params, *, mode, precision) -> int:
         else:
             total += t.numel() * 2
     return int(total)
-
-
-def _unique_params(model):
-    seen, out = set(), []
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            out.append(p)
-    return out
-
-
-def _unique_buffers(model):
-    seen, out = set(), []
-    for b in model.buffers():
-        if id(b) not in seen:
-            seen.add(id(b))
-            out.append(b)
-    return out
 
 
 def _module_info(model, plan, starred) -> list[dict[str, Any]]:

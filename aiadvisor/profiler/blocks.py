@@ -81,16 +81,6 @@ def _shallow(module: nn.Module) -> nn.Module:
     return new
 
 
-def param_bytes(model: nn.Module) -> int:
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel() * p.element_size()
-    return total
-
-
 def is_block_module(name: str, plan: BlockPlan | None) -> bool:
     if plan is None:
         return False
