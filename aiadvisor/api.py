@@ -36,6 +36,9 @@ class Report:
     hardware : pandas.DataFrame
         The whole catalog ranked: step time, throughput, fit and devices needed, cost per million
         samples, energy per sample (an upper bound from TDP), Pareto front of speed vs cost.
+        Without a pinned ``precision`` each device runs its best full-rate precision for the
+        mode (bf16, else fp16, else tf32, else fp32: its ``precision`` column); with one, that
+        precision (or the nearest the device supports). ``attrs["precision_note"]`` says which.
     precision : pandas.DataFrame
         fp32 ... nf4 on the chosen device: support, memory, predicted speedup, numerical risk.
     parallel : pandas.DataFrame
@@ -112,7 +115,8 @@ class Report:
         """
         from .recommend.advisor import compute, replace_options
 
-        options = replace_options(self._advice.options, changes)
+        # The user's own options (an unpinned precision stays unpinned), not the resolved ones.
+        options = replace_options(self._advice.user_options, changes)
         spec = self._spec
         if "hardware" in changes:
             spec = _resolve_hardware(changes["hardware"])
@@ -136,6 +140,7 @@ class Report:
             "precision": self.precision.to_dict(orient="records"),
             "parallel": self.parallel.to_dict(orient="records"),
             "parallel_advice": self.parallel.attrs.get("advice", ""),
+            "hardware_note": self.hardware.attrs.get("precision_note", ""),
         }
         return _json_safe(data)
 
@@ -212,6 +217,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
     precision : str, optional
         The precision the model runs in now (default ``"fp32"``: plain PyTorch). A precision the
         device cannot run is explained in ``report.notes`` and replaced by the nearest one.
+        When given, the hardware ranking runs every device at it too; when None, each device
+        is ranked at its best full-rate precision (bf16, else fp16, else tf32, else fp32).
     batch_size, seq_len : int, optional
         Advise for another batch size / sequence length than the example's (no re-trace).
     budget_usd_per_hour : float, optional

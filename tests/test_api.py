@@ -214,3 +214,22 @@ def test_rationales_use_decimal_gigabytes(report):
     text = " ".join(r.rationale for r in report.recommendations)
     assert "GiB" not in text
     assert re.search(r"\d GB|\d MB", text) or "GB" not in text
+
+
+def test_unpinned_precision_ranks_each_device_at_its_best(report):
+    # advise(precision=None): the headline stays in fp32 (what plain PyTorch runs), the ranking
+    # runs each device at its best full-rate precision (datasheets: H100/MI300X bf16, T4 fp16).
+    assert report.prediction.precision == "fp32"
+    rows = report.hardware.set_index("hardware")["precision"]
+    assert rows["NVIDIA H100 SXM"] == "bf16" and rows["AMD Instinct MI300X"] == "bf16"
+    assert rows["NVIDIA T4"] == "fp16"
+    sentence = "Each device is ranked at its best full-rate precision for training"
+    assert sentence in str(report) and sentence in report.to_markdown()
+    assert sentence in report._repr_html_() and "stays in fp32" in str(report)
+    assert json.loads(report.to_json())["hardware_note"].startswith(sentence)
+    # Re-advising for another batch keeps it unpinned; pinning a precision ranks at it.
+    bigger = report.with_options(batch_size=64)
+    assert bigger.hardware.set_index("hardware").loc["NVIDIA H100 SXM", "precision"] == "bf16"
+    pinned = report.with_options(precision="fp32")
+    assert set(pinned.hardware["precision"]) - {""} == {"fp32"}
+    assert sentence not in str(pinned) and "ranked at fp32, as pinned" in str(pinned)

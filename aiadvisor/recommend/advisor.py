@@ -14,7 +14,7 @@ from .memory import PartsSource
 from .parallel import MAX_DEVICES, plan_parallel_table
 from .precision import fallback_precision, precision_table
 from .predictor import Predictor
-from .ranking import rank_hardware
+from .ranking import precision_note, rank_hardware
 from .tactics import Context, recommend
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ class Advice:
                  options: dict[str, Any], names: CodeNames, predictor: Predictor) -> None:
         self.spec, self._specs, self._names, self._predictor = spec, specs, names, predictor
         self._precision_notes: list[str] = []
+        self.user_options = {k: options.get(k) for k in OPTION_KEYS if k != "hardware"}
+        """The options as the user gave them (None: not pinned), for :func:`replace_options`."""
         batch, seq = options.get("batch_size"), options.get("seq_len")
         # Profiles and activation analyses are memoised on the captured profile, so
         # re-advising for another batch size or device count re-uses them (no re-trace).
@@ -45,6 +47,9 @@ class Advice:
                                       cache=predictor.memo(seq_prof, ("parts",), dict))
         self.num_devices = options.get("num_devices") or 1
         self.requested = options.get("precision") or "fp32"
+        #: The user pinned a precision: the hardware ranking uses it on every device. Otherwise
+        #: each device is ranked at its best full-rate precision (the headline stays fp32).
+        self.precision_pinned = options.get("precision") is not None
         self.precision_name = _effective_precision(spec, self.requested, prof.mode,
                                                    self._precision_notes)
         resolved = {**options, "hardware": spec.name, "num_devices": self.num_devices,
@@ -71,9 +76,13 @@ class Advice:
 
     @functools.cached_property
     def hardware(self) -> pd.DataFrame:
-        table = rank_hardware(self.profile, specs=self._specs, precision=self.requested,
+        table = rank_hardware(self.profile, specs=self._specs,
+                              precision=self.requested if self.precision_pinned else None,
                               num_devices=self.num_devices, predictor=self._predictor,
                               parts_for=self._parts_for)
+        if not self.precision_pinned:
+            table.attrs["precision_note"] = precision_note(None, mode=self.profile.mode,
+                                                           current=self.precision_name)
         _apply_budget(table, self._budget, self._budget_notes)
         return table
 
@@ -200,6 +209,7 @@ def _apply_budget(hardware: pd.DataFrame, budget: float | None, notes: list[str]
 
 
 def replace_options(options: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``options`` (as the user gave them: :attr:`Advice.user_options`) with ``changes``."""
     unknown = sorted(set(changes) - set(OPTION_KEYS))
     if unknown:
         raise InvalidArgumentError(

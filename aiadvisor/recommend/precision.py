@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
-from ..units import PRECISIONS
+from ..units import MODES, PRECISIONS
 from .memory import PartsSource, device_memory, usable_bytes
 from .predictor import Predictor, speedup
 
@@ -81,6 +82,31 @@ def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str 
     if mode == "train" and precision in _TRAIN_ONLY_INFER:
         precision = "bf16"
     for candidate in (precision, *_NEAREST[precision]):
+        if support_level(spec, candidate) == "full":
+            return candidate
+    return None
+
+
+#: What a user would run on a device when they have not pinned a precision: the first of these
+#: the device runs at full rate. bf16 before fp16 (fp32 range, no loss scaling), then TF32,
+#: then plain fp32. fp8 and the integer formats are never picked silently: they need scaling
+#: recipes or quantization, a decision the user makes (the Precision table prices them).
+BEST_ORDER = ("bf16", "fp16", "tf32", "fp32")
+
+
+def best_precision(spec: HardwareSpec, *, mode: str) -> str | None:
+    """The precision ``spec`` would run a ``mode`` step in: the first of :data:`BEST_ORDER` it
+    supports at full rate (a dense catalog figure), or None when it has none of them.
+
+    Training and inference use the same order: bf16/fp16 mean mixed precision with fp32 master
+    weights in training and 16-bit weights in inference.
+
+    >>> from aiadvisor.hardware import get
+    >>> best_precision(get("H100 SXM"), mode="train"), best_precision(get("T4"), mode="train")
+    ('bf16', 'fp16')
+    """
+    check_choice("mode", mode, MODES)
+    for candidate in BEST_ORDER:
         if support_level(spec, candidate) == "full":
             return candidate
     return None

@@ -1,6 +1,7 @@
 """Rank the whole hardware catalog for one profile: speed, fit, cost and energy.
 
-For each device: the precision it runs (the requested one, or the nearest it supports), the
+For each device: the precision it runs (the pinned one or the nearest it supports; when none is
+pinned, its best full-rate precision for the mode, see :func:`.precision.best_precision`), the
 fewest devices on which a plan without offload fits, a plan on that many devices (the fastest-
 looking of a short list whose memory fits), the cost model's step time and throughput, the cost
 per million samples from the hourly price, an upper bound of the energy per sample from the
@@ -18,7 +19,7 @@ from ..errors import AIAdvisorError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from .memory import DEVICES_PER_NODE, PartsSource, device_memory, usable_bytes
 from .parallel import MAX_DEVICES
-from .precision import fallback_precision
+from .precision import BEST_ORDER, best_precision, fallback_precision
 from .predictor import Predictor
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class _Choice:
     notes: list[str] = field(default_factory=list)
 
 
-def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: str,
+def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: str | None,
                   num_devices: int, predictor: Predictor,
                   parts_for: PartsSource | None = None) -> pd.DataFrame:
     """Rank ``specs`` for ``prof`` (see the module docstring).
@@ -121,8 +122,10 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
         The batch each device contributes to a step.
     specs : list of HardwareSpec
         The catalog (``aiadvisor.hardware.all_specs()``).
-    precision : str
-        The requested precision; devices without it use their nearest supported one.
+    precision : str or None
+        The pinned precision; devices without it use their nearest supported one. None ranks
+        each device at its best full-rate precision for ``prof.mode`` (bf16, else fp16, else
+        tf32, else fp32): what a user would run there.
     num_devices : int
         Devices per option the user is considering; more are used where the model needs them.
     predictor : Predictor
@@ -133,7 +136,8 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`COLUMNS`, fastest first among devices that can run it.
+        Columns :data:`COLUMNS`, fastest first among devices that can run it;
+        ``attrs["precision_note"]`` is one sentence saying which precision each row uses.
     """
     import pandas as pd
 
@@ -145,23 +149,45 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     df["pareto"] = _pareto(df)
     order = df["throughput"].fillna(-math.inf)
     df = df.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o")
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    df.attrs["precision_note"] = precision_note(precision, mode=prof.mode)
+    return df
+
+
+def precision_note(precision: str | None, *, mode: str, current: str | None = None) -> str:
+    """The sentence a rendering shows above the ranking: which precision each device runs.
+
+    ``precision`` is the pinned one (None: each device's best); ``current`` the precision of
+    the report's own prediction, named when it differs from the ranking's.
+
+    >>> precision_note(None, mode="train")[:60]
+    'Each device is ranked at its best full-rate precision for tr'
+    """
+    if precision is None:
+        work = "training" if mode == "train" else "inference"
+        order = ", else ".join(BEST_ORDER)
+        headline = f", while the prediction above stays in {current}" if current else ""
+        return (f"Each device is ranked at its best full-rate precision for {work} ({order}), "
+                f"as you would run it there{headline}; pin a precision (precision=..., "
+                "--precision) to rank every device at it.")
+    return (f"Each device is ranked at {precision}, as pinned (a device without it runs the "
+            "nearest precision it supports; its notes say so).")
 
 
 def _prefill(prof: ModelProfile, choices: list[_Choice], predictor: Predictor) -> None:
-    """One vectorised cost-model call per (plan, precisions) group: most of the catalog shares
-    a handful of plans."""
-    groups: dict[ParallelConfig, list[_Choice]] = {}
+    """One vectorised cost-model call per (plan, precision) group: most of the catalog shares
+    a handful of plans and precisions (a call per group predicts no device x precision pair
+    that no row needs)."""
+    groups: dict[tuple[ParallelConfig, str], list[_Choice]] = {}
     for c in choices:
         if c.config is not None:
-            groups.setdefault(c.config, []).append(c)
-    for config, group in groups.items():
+            groups.setdefault((c.config, c.precision), []).append(c)
+    for (config, precision), group in groups.items():
         try:
             step = predictor.step_profile(prof, config)
         except AIAdvisorError:  # no scaling fit: each row says why it has no prediction
             continue
-        precisions = sorted({c.precision for c in group})
-        predictor.prefill(step, [c.spec for c in group], precisions, config.num_devices,
+        predictor.prefill(step, [c.spec for c in group], [precision], config.num_devices,
                           parallel=config)
 
 
@@ -173,12 +199,20 @@ def _choose(prof, spec, requested, num_devices, memory) -> _Choice:
                usd_per_hour=spec.usd_per_hour if spec.usd_per_hour is not None else nan,
                pareto=False, confidence="", notes="")
     choice = _Choice(spec=spec, row=row)
-    precision = fallback_precision(spec, requested, mode=prof.mode)
-    if precision is None:
-        choice.notes.append(f"no published {requested} (or wider) throughput for this device")
-        return choice
-    if precision != requested:
-        choice.notes.append(f"{requested} not supported: runs {precision}")
+    if requested is None:
+        precision = best_precision(spec, mode=prof.mode)
+        if precision is None:
+            choice.notes.append(f"no published {'/'.join(BEST_ORDER)} throughput for this "
+                                "device")
+            return choice
+    else:
+        precision = fallback_precision(spec, requested, mode=prof.mode)
+        if precision is None:
+            choice.notes.append(f"no published {requested} (or wider) throughput for this "
+                                "device")
+            return choice
+        if precision != requested:
+            choice.notes.append(f"{requested} not supported: runs {precision}")
     row["precision"] = choice.precision = precision
     needed = memory.devices_needed(spec, precision)
     if spec.memory_bytes is None:

@@ -147,6 +147,12 @@ def _rec_gain(rec: Any) -> str:
     return "; ".join(parts) or "no speed or memory figure"
 
 
+def _hardware_note(report: Any) -> list[str]:
+    """The ranking's one sentence on precision (which precision each device is ranked at)."""
+    note = report.hardware.attrs.get("precision_note", "")
+    return [note] if note else []
+
+
 def to_text(report: Any, *, limit: int = 8) -> str:
     out = ["aiadvisor report", "================", *summary_lines(report), ""]
     out += ["Recommendations", "---------------"]
@@ -157,7 +163,7 @@ def to_text(report: Any, *, limit: int = 8) -> str:
     out += ["", "Parallel plans (best first)", text_table(report.parallel, PARALLEL_COLUMNS, limit)]
     out += ["", "Precision", text_table(report.precision, PRECISION_COLUMNS[:6])]
     out += ["", f"Hardware (top {limit} of {len(report.hardware)})",
-            text_table(report.hardware, HARDWARE_COLUMNS, limit)]
+            *_hardware_note(report), text_table(report.hardware, HARDWARE_COLUMNS, limit)]
     out += ["", ("Times, costs and energies are estimates from the cost model; energy is an upper "
             "bound from TDP. Code for recommendation N: report.recommendations[N - 1].code")]
     return "\n".join(out)
@@ -171,7 +177,8 @@ def to_markdown(report: Any, *, limit: int = 12) -> str:
                 rec.rationale, "", "```python", rec.code.rstrip(), "```", ""]
     out += ["## Parallel plans", "", markdown_table(report.parallel, PARALLEL_COLUMNS, limit), ""]
     out += ["## Precision", "", markdown_table(report.precision, PRECISION_COLUMNS), ""]
-    out += ["## Hardware", "", markdown_table(report.hardware, HARDWARE_COLUMNS, limit), "",
+    out += ["## Hardware", "", *[f"{line}\n" for line in _hardware_note(report)],
+            markdown_table(report.hardware, HARDWARE_COLUMNS, limit), "",
             ("Times, costs and energies are estimates; energy per sample is an upper bound from "
             "the TDP."), ""]
     return "\n".join(out)
@@ -216,6 +223,7 @@ def to_html(report: Any, *, limit: int = 12) -> str:
         "<h2>Precision</h2>",
         f'<div class="aa-scroll">{html_table(report.precision, PRECISION_COLUMNS)}</div>',
         f"<h2>Hardware (top {min(limit, len(report.hardware))} of {len(report.hardware)})</h2>",
+        *[f'<p class="aa-meta">{esc(line)}</p>' for line in _hardware_note(report)],
         f'<div class="aa-scroll">{html_table(report.hardware, HARDWARE_COLUMNS, limit)}</div>',
         ('<p class="aa-meta">Times, costs and energies are estimates from the cost model; energy '
         "per sample is an upper bound from the TDP.</p>"), "</div>",

@@ -170,6 +170,9 @@ class HardwareView(_View):
     def _draw(self, report: Any) -> None:
         frame = self._filtered(report.hardware)
         parts: list[W.Widget] = [self.filters]
+        precision_note = report.hardware.attrs.get("precision_note", "")
+        if precision_note:
+            parts.append(W.HTML(H.note(precision_note)))
         cost = self.COST
         if {cost, "throughput"} <= set(frame.columns) and frame[cost].notna().any():
             parts.append(self.chart("pareto", lambda: plan_charts.pareto_chart(

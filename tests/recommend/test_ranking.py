@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
 import pytest
 
 import aiadvisor as aa
-from aiadvisor.recommend.precision import fallback_precision, precision_table, support_level
+from aiadvisor.errors import InvalidArgumentError
+from aiadvisor.recommend.precision import (
+    best_precision,
+    fallback_precision,
+    precision_table,
+    support_level,
+)
 from aiadvisor.recommend.predictor import Predictor
 from aiadvisor.recommend.ranking import _pareto, rank_hardware
 from aiadvisor.schema import ParallelConfig
@@ -113,3 +120,48 @@ def test_precision_table_for_training_rules_out_weight_only_formats():
     assert not table.loc["bf16", "usable"]
     assert table.loc["fp16", "usable"]
     assert "scaling recipes" in table.loc["fp8", "handled_by"]
+
+
+def test_best_precision_follows_the_datasheet_columns():
+    # Dense figures from the catalog (datasheets): H100 and MI300X have bf16 tensor/matrix
+    # engines; T4 (Turing) and V100 (Volta) fp16 only; a Jetson Orin Nano row has fp32 and int8
+    # only, and int8 is never picked silently.
+    names = {"H100 SXM": "bf16", "MI300X": "bf16", "T4": "fp16", "V100 SXM2 32GB": "fp16",
+             "Jetson Orin Nano 8GB": "fp32"}
+    for name, expected in names.items():
+        for mode in ("train", "infer"):
+            assert best_precision(aa.hardware.get(name), mode=mode) == expected, (name, mode)
+    h100 = aa.hardware.get("H100 SXM")
+    # Hand-built rows: TF32 but no 16-bit engine -> tf32; fp8/int8 but nothing wider -> None
+    # (a device is never ranked at fp8/int8 unless the user pins it).
+    tf32_only = dataclasses.replace(h100, bf16_tflops=None, fp16_tflops=None)
+    assert best_precision(tf32_only, mode="train") == "tf32"
+    narrow = dataclasses.replace(h100, fp32_tflops=None, tf32_tflops=None, bf16_tflops=None,
+                                 fp16_tflops=None)
+    assert best_precision(narrow, mode="infer") is None
+    with pytest.raises(InvalidArgumentError, match="mode='serve'"):
+        best_precision(h100, mode="serve")
+
+
+def test_unpinned_ranking_runs_each_device_at_its_best_precision(specs):
+    prof = make_profile(num_params=10**8, num_blocks=4, block_params=2 * 10**7, block_act=10**8,
+                        block_out=10**6)
+    df = rank_hardware(prof, specs=specs, precision=None, num_devices=1,
+                       predictor=Predictor()).set_index("hardware")
+    assert df.loc["NVIDIA H100 SXM", "precision"] == "bf16"
+    assert df.loc["AMD Instinct MI300X", "precision"] == "bf16"
+    t4 = df.loc["NVIDIA T4"]
+    assert t4["precision"] == "fp16" and "not supported" not in t4["notes"]
+    assert set(df["precision"]) - {""} <= {"bf16", "fp16", "tf32", "fp32"}
+    assert "best full-rate precision for training" in df.attrs["precision_note"]
+    # The row is the cost model's prediction at that precision (plain DDP on one device here:
+    # 1e8 bf16 parameters and 4e8 bytes of activations fit an 80 GB H100).
+    h100 = df.loc["NVIDIA H100 SXM"]
+    assert h100["plan"] == "ddp" and h100["num_devices"] == 1
+    direct = aa.predict(prof, hardware="H100 SXM", precision="bf16")
+    assert h100["step_time_s"] == pytest.approx(direct.step_time_s, rel=1e-9)
+    pinned = rank_hardware(prof, specs=specs, precision="fp32", num_devices=1,
+                           predictor=Predictor()).set_index("hardware")
+    assert pinned.loc["NVIDIA H100 SXM", "precision"] == "fp32"
+    assert pinned.loc["NVIDIA T4", "precision"] == "fp32"  # T4: 8.1 dense fp32 TFLOPS
+    assert "as pinned" in pinned.attrs["precision_note"]

@@ -149,6 +149,15 @@ def test_hardware_filters_narrow_the_table(dash):
     assert dash.errors.outputs == ()
 
 
+def test_hardware_tab_says_which_precision_each_device_runs(dash):
+    # %advise without --precision: each device at its best full-rate precision (A100: bf16).
+    dash.tabs.selected_index = 1
+    shown = " ".join(getattr(w, "value", "") for w in dash.views[1].box.children)
+    assert "ranked at its best full-rate precision for training" in shown
+    row = dash.report.hardware.set_index("hardware").loc[TARGET]
+    assert row["precision"] == "bf16" and dash.report.prediction.precision == "fp32"
+
+
 def test_plain_text_is_the_full_report(dash):
     bundle = dash._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle
