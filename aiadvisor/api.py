@@ -13,9 +13,9 @@ from typing import Any
 from .codegen import CodeNames
 from .errors import check_choice
 from .schema import HardwareSpec, ModelProfile, Prediction, Recommendation
-from .units import MODES, OPTIMIZERS
+from .units import MODES, OPTIMIZERS, PRECISIONS
 
-__all__ = ["Report", "advise"]
+__all__ = ["Report", "advise", "profile_for_advice", "trace_precision"]
 
 
 def _call_style(example_inputs: Any) -> str:
@@ -204,9 +204,10 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
     Parameters
     ----------
     model : torch.nn.Module or ModelProfile
-        The live model (profiled once, on fake tensors), or a profile from
-        :func:`aiadvisor.profile` (then ``example_inputs``, ``mode``, ``optimizer`` and
-        ``measure`` are taken from it).
+        The live model (profiled once, on fake tensors), or an already captured profile from
+        :func:`profile_for_advice` or :func:`aiadvisor.profile` (then ``mode``, ``optimizer``
+        and ``measure`` are taken from it and ``example_inputs`` only tells the generated code
+        how the model is called).
     example_inputs : Tensor, tuple or dict
         One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
     mode : {"train", "infer"}
@@ -253,13 +254,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
     if isinstance(model, ModelProfile):
         base = model
     else:
-        check_choice("mode", mode, MODES)
-        check_choice("optimizer", optimizer, OPTIMIZERS)
-        from .profiler import profile
-
-        base = profile(model, example_inputs, mode=mode, optimizer=optimizer,
-                       precision=_profile_precision(precision, mode), measure=measure,
-                       model_name=model_name)
+        base = profile_for_advice(model, example_inputs, mode=mode, precision=precision,
+                                  optimizer=optimizer, measure=measure, model_name=model_name)
     spec = _resolve_hardware(hardware)
     specs = all_specs()
     predictor = Predictor()
@@ -269,9 +265,66 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
                   predictor=predictor)
 
 
-def _profile_precision(precision: str | None, mode: str) -> str:
-    """Trace in the precision the model runs in now (plain PyTorch: fp32). Training in fp8 or
-    a weight-only format is traced in bf16 (autocast), the closest thing PyTorch runs."""
+def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
+                       precision: str | None = None, optimizer: str = "adamw",
+                       measure: bool = False, model_name: str = "model") -> ModelProfile:
+    """Trace the step :func:`advise` would trace, without advising yet.
+
+    ``advise(model, x, ...)`` is ``advise(profile_for_advice(model, x, ...), x, ...)``: the
+    slow part (tracing the model) and the fast part (advice from the captured profile) can
+    run separately, e.g. to show progress between them or to advise many times on one trace.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    example_inputs : Tensor, tuple or dict
+        One batch, as the model is called (see :func:`advise`).
+    mode : {"train", "infer"}
+    precision : str, optional
+        The precision the model runs in now, as given to :func:`advise` (None: fp32). It is
+        traced in that precision; training in fp8 or a weight-only format (int8, int4, nf4) is
+        traced in bf16 autocast, the closest thing PyTorch runs, and priced in the requested
+        format by the cost model.
+    optimizer : str
+        adamw, adam, sgd, sgd_momentum or none.
+    measure : bool
+        Also time real steps on the model's device (``measured_step_time_s``,
+        ``measured_peak_bytes``; see :func:`aiadvisor.profile`).
+    model_name : str
+        Recorded in the profile.
+
+    Returns
+    -------
+    ModelProfile
+
+    Examples
+    --------
+    >>> prof = profile_for_advice(model, x, mode="train")  # doctest: +SKIP
+    >>> report = advise(prof, x, hardware="H100 SXM")  # doctest: +SKIP
+    """
+    check_choice("mode", mode, MODES)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    if precision is not None:
+        check_choice("precision", precision, PRECISIONS)
+    from .profiler import profile
+
+    return profile(model, example_inputs, mode=mode, optimizer=optimizer,
+                   precision=trace_precision(precision, mode=mode), measure=measure,
+                   model_name=model_name)
+
+
+def trace_precision(precision: str | None, *, mode: str) -> str:
+    """The precision :func:`profile_for_advice` traces in for a requested one.
+
+    Plain PyTorch (None) is fp32; fp32/tf32/bf16/fp16 trace as themselves; training in fp8
+    or a weight-only format traces in bf16 (autocast); inference in fp8/int8/int4/nf4 traces
+    with the weights stored in that format.
+
+    >>> trace_precision(None, mode="train"), trace_precision("fp8", mode="train")
+    ('fp32', 'bf16')
+    >>> trace_precision("nf4", mode="infer")
+    'nf4'
+    """
     if precision is None or precision in ("fp32", "tf32", "bf16", "fp16"):
         return precision or "fp32"
     return "bf16" if mode == "train" else precision

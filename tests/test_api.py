@@ -233,3 +233,20 @@ def test_unpinned_precision_ranks_each_device_at_its_best(report):
     pinned = report.with_options(precision="fp32")
     assert set(pinned.hardware["precision"]) - {""} == {"fp32"}
     assert sentence not in str(pinned) and "ranked at fp32, as pinned" in str(pinned)
+
+
+def test_profile_for_advice_is_the_trace_advise_makes(model, report):
+    from aiadvisor.api import profile_for_advice, trace_precision
+
+    x = torch.randn(32, 256)
+    prof = profile_for_advice(model, x, mode="train")
+    # forward FLOPs: 2 x batch x (4 x 256 x 256 + 256 x 10) multiply-adds, counted by hand
+    assert prof.flops_forward == 2 * 32 * (4 * 256 * 256 + 256 * 10)
+    assert prof.precision == "fp32" and prof.mode == "train"
+    split = aa.advise(prof, x, hardware="H100 SXM")
+    assert split.prediction.step_time_s == pytest.approx(report.prediction.step_time_s)
+    # Training in fp8 traces in bf16 autocast (PyTorch has no fp8 training path of its own).
+    assert trace_precision("fp8", mode="train") == "bf16"
+    assert profile_for_advice(model, x, precision="fp8").precision == "bf16"
+    with pytest.raises(InvalidArgumentError, match="precision='fp64'"):
+        profile_for_advice(model, x, precision="fp64")

@@ -52,13 +52,10 @@ def show_advice(model: Any, inputs: Any, *, options: dict[str, Any], shell: Any,
 
 def _profile(model: Any, inputs: Any, options: dict[str, Any]) -> Any:
     """Trace the step first (the slow part), as ``advise`` would, so progress can say so."""
-    from ..api import _profile_precision
-    from ..profiler import profile
+    from ..api import profile_for_advice
 
-    mode = options.get("mode", "train")
-    return profile(model, inputs, mode=mode,
-                   precision=_profile_precision(options.get("precision"), mode),
-                   model_name=options.get("model_name", "model"))
+    keys = ("mode", "precision", "optimizer", "model_name")
+    return profile_for_advice(model, inputs, **{k: options[k] for k in keys if k in options})
 
 
 def _show_dashboard(advise: Any, model: Any, inputs: Any, *, options: dict[str, Any],
