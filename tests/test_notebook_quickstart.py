@@ -2,39 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+from .notebook_utils import NOTEBOOKS, cell_outputs, error_outputs, execute_notebook
+
+pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
 pytest.importorskip("torch")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = NOTEBOOKS / "quickstart.ipynb"
 
 
 @pytest.fixture(scope="module")
 def executed():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()
-    return nb
-
-
-def _outputs(nb, source_start: str) -> list[dict]:
-    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(source_start)]
-    return cell.outputs
+    return execute_notebook(NOTEBOOK, timeout_s=600)
 
 
 def test_every_cell_runs_without_error(executed):
-    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
-              if o.output_type == "error"]
-    assert errors == []
+    assert error_outputs(executed) == []
 
 
 def test_advise_shows_the_dashboard_with_the_report_as_text(executed):
-    (display,) = [o for o in _outputs(executed, "%advise model x") if "data" in o]
+    (display,) = [o for o in cell_outputs(executed, "%advise model x") if "data" in o]
     data = display["data"]
     assert "application/vnd.jupyter.widget-view+json" in data  # the dashboard (an ipykernel)
     # After the progress bar, the same output shows the dashboard; its text is the report.
@@ -43,10 +32,10 @@ def test_advise_shows_the_dashboard_with_the_report_as_text(executed):
 
 
 def test_keyboard_insert_names_the_recommendation(executed):
-    (out,) = _outputs(executed, "%advise --insert 1")
+    (out,) = cell_outputs(executed, "%advise --insert 1")
     assert out["text"].startswith("Inserted recommendation 1 (")
 
 
 def test_the_hand_check_of_the_head_flops_holds(executed):
-    (out,) = [o for o in _outputs(executed, 'head = report.profile') if "data" in o]
+    (out,) = [o for o in cell_outputs(executed, 'head = report.profile') if "data" in o]
     assert out["data"]["text/plain"] == str(2 * 8 * 64 * 128 * 1000.0)  # 131072000.0

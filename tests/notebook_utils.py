@@ -1,0 +1,100 @@
+"""Run the notebooks in notebooks/ in a real kernel (nbclient) for the notebook tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+#: First cell of an offline run: the kernel refuses every name lookup and connection that does
+#: not stay on this machine, so a notebook that tries to download anything fails loudly.
+OFFLINE_GUARD = '''
+import socket as _socket
+
+_LOCAL = {"localhost", "127.0.0.1", "::1"}
+_real_getaddrinfo, _real_connect = _socket.getaddrinfo, _socket.socket.connect
+_real_connect_ex = _socket.socket.connect_ex
+
+
+def _check_host(host):
+    if isinstance(host, bytes):
+        host = host.decode()
+    if host not in _LOCAL:
+        raise OSError(f"blocked by the offline guard: {host!r}")
+
+
+def _getaddrinfo(host, *args, **kwargs):
+    _check_host(host)
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+def _connect(self, address):
+    if self.family in (_socket.AF_INET, _socket.AF_INET6):
+        _check_host(address[0])
+    return _real_connect(self, address)
+
+
+def _connect_ex(self, address):
+    if self.family in (_socket.AF_INET, _socket.AF_INET6):
+        _check_host(address[0])
+    return _real_connect_ex(self, address)
+
+
+_socket.getaddrinfo, _socket.socket.connect, _socket.socket.connect_ex = (
+    _getaddrinfo, _connect, _connect_ex)
+'''
+
+#: Last cell of an offline run: proves the guard was still in place at the end.
+#: 192.0.2.1 is TEST-NET-1 (RFC 5737), never routed, so even a failed guard sends nothing out.
+OFFLINE_PROBE = '''
+import socket as _socket
+try:
+    _socket.create_connection(("192.0.2.1", 80), timeout=1)
+except OSError as error:
+    print(error)
+'''
+
+
+def execute_notebook(path: Path, *, timeout_s: int = 600, offline: bool = False) -> Any:
+    """Execute the notebook at ``path`` top to bottom and return it with its outputs.
+
+    ``timeout_s`` is per cell. With ``offline=True`` a first cell blocks the network in the
+    kernel and a last cell probes it (see :data:`OFFLINE_GUARD`); both are tagged
+    ``offline-guard``. The file on disk is not changed.
+    """
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    if offline:
+        tags = {"tags": ["offline-guard"]}
+        nb.cells.insert(0, nbformat.v4.new_code_cell(OFFLINE_GUARD, metadata=tags))
+        nb.cells.append(nbformat.v4.new_code_cell(OFFLINE_PROBE, metadata=tags))
+    client = nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
+                                     resources={"metadata": {"path": str(Path(path).parent)}})
+    client.execute()
+    return nb
+
+
+def error_outputs(nb: Any) -> list[dict]:
+    """Every error output of the notebook's code cells."""
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "error"]
+
+
+def cell_outputs(nb: Any, source_start: str) -> list[dict]:
+    """Outputs of the one code cell whose source starts with ``source_start``."""
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(source_start)]
+    return cell.outputs
+
+
+def output_text(outputs: list[dict]) -> str:
+    """Printed text and plain-text results of a cell, joined."""
+    parts = []
+    for o in outputs:
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif "data" in o:
+            parts.append(o["data"].get("text/plain", ""))
+    return "\n".join(parts)
