@@ -210,10 +210,11 @@ def test_hostile_hardware_csv_cannot_change_the_generated_code(tmp_path, model):
     assert json.loads(bad.to_json())["options"]["hardware"] == evil.name
 
 
-def test_rationales_use_decimal_gigabytes(report):
+def test_rationales_use_binary_units_like_the_memory_lines(report):
+    # The cards' memory lines use fmt_bytes (MiB, GiB); the rationales must too.
     text = " ".join(r.rationale for r in report.recommendations)
-    assert "GiB" not in text
-    assert re.search(r"\d GB|\d MB", text) or "GB" not in text
+    assert not re.search(r"\d (kB|MB|GB)\b", text)
+    assert re.search(r"\d (KiB|MiB|GiB)\b", text)
 
 
 def test_unpinned_precision_ranks_each_device_at_its_best(report):

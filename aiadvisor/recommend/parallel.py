@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
-from ..units import PRECISIONS
+from ..units import PRECISIONS, fmt_bytes
 from .memory import (
     DEVICES_PER_NODE,
     HEADROOM_FRACTION,
@@ -33,7 +33,6 @@ from .memory import (
     usable_bytes,
 )
 from .predictor import Predictor, global_batch, layout
-from .render import fmt_gb
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -253,11 +252,11 @@ def _row_notes(row: PlanRow, prof: ModelProfile, spec: HardwareSpec) -> list[str
     if spec.memory_bytes is None:
         notes.append("device memory is not in the catalog: assumed to fit")
     elif not row.fits:
-        notes.append(f"needs {fmt_gb(row.memory.total_bytes)} per device, "
-                     f"{fmt_gb(usable_bytes(spec.memory_bytes or 0))} usable")
+        notes.append(f"needs {fmt_bytes(row.memory.total_bytes)} per device, "
+                     f"{fmt_bytes(usable_bytes(spec.memory_bytes or 0))} usable")
     if c.offload:
         per_node = row.memory.cpu_bytes * min(c.num_devices, DEVICES_PER_NODE)
-        notes.append(f"host memory per node: {fmt_gb(per_node)} for offloaded states")
+        notes.append(f"host memory per node: {fmt_bytes(per_node)} for offloaded states")
     if c.tp_degree > 1:
         notes.append("tensor parallel assumes sequence parallelism (activations / tp)")
     if c.pp_degree > 1:

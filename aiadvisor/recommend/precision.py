@@ -188,5 +188,6 @@ def _row(prof, spec, precision, parallel, predictor, reference, parts_for) -> di
     row.update(step_time_s=pred.step_time_s, confidence=pred.confidence)
     if reference is not None:
         s = speedup(reference, pred)
-        row.update(speedup_vs_fp32=s.point, speedup_low=s.low, speedup_high=s.high)
+        row.update(speedup_vs_fp32=s.point, speedup_low=nan if s.low is None else s.low,
+                   speedup_high=nan if s.high is None else s.high)
     return row

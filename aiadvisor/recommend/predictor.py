@@ -205,27 +205,55 @@ def _vector_table(step_prof, specs, precisions, parallel) -> list[dict] | None:
     return rows
 
 
+#: Relative width below which a ratio's quantile-by-quantile bounds are not an interval (see
+#: :func:`speedup`): under 1 % they print as "1.03x-1.03x" and say nothing.
+MIN_INTERVAL_WIDTH = 0.01
+
+
 @dataclass(frozen=True)
 class Speedup:
     point: float
-    low: float
-    high: float
+    low: float | None
+    """None when the cost model cannot separate the two predictions (see :func:`speedup`)."""
+    high: float | None
 
 
 def speedup(base: Prediction, new: Prediction) -> Speedup:
-    """Time per sample of ``base`` over ``new``, with an interval from the cost model's low/high
-    bounds (the ratio of the optimistic bounds and of the pessimistic ones, widened to contain
-    the point). Per sample, so plans with different global batches compare fairly."""
+    """Time per sample of ``base`` over ``new``, with an interval where the cost model gives one.
+
+    Per sample, so plans with different global batches compare fairly.
+
+    The interval: each prediction's P10-P90 band comes from the cost model's learned efficiency
+    quantiles, and two predictions on one device draw on the same efficiency tables, so their
+    errors move together (if the device runs one step slower than predicted, it runs the other
+    slower too). Treating the two bands as independent (best ``base`` over worst ``new``)
+    would claim an uncertainty that mostly cancels; the bounds are taken quantile by quantile
+    instead (P10 over P10, P90 over P90, widened to contain the point). They separate when the
+    two steps differ in what the cost model is unsure about: another precision (its own
+    peak, engine and spread), bigger or smaller ops (another point of the efficiency curve),
+    a fixed cost such as an input copy that is a larger share of a faster step.
+
+    When a what-if changes neither (the same ops minus some launches, the same mix at a
+    larger batch), the band is a common factor that cancels in the ratio and the quantile
+    bounds land within :data:`MIN_INTERVAL_WIDTH` of each other: the cost model cannot
+    separate the two predictions, so no interval is given (``low`` and ``high`` are None;
+    renderings then show the point alone). The gain's real uncertainty there lies in the
+    tactic's own modelling (what fuses, what a graph replay saves), which the cost model does
+    not quantify; a measurement (``%advise --verify``) settles it.
+    """
     def per_sample(pred: Prediction, seconds: float) -> float:
         samples = pred.throughput * pred.step_time_s
         return seconds / samples
 
     point = per_sample(base, base.step_time_s) / per_sample(new, new.step_time_s)
-    ratios = [point]
-    if new.low_s > 0 and new.high_s > 0:
-        ratios += [per_sample(base, base.low_s) / per_sample(new, new.low_s),
-                   per_sample(base, base.high_s) / per_sample(new, new.high_s)]
-    return Speedup(point=point, low=min(ratios), high=max(ratios))
+    if not (new.low_s > 0 and new.high_s > 0 and base.low_s > 0 and base.high_s > 0):
+        return Speedup(point=point, low=None, high=None)
+    ratios = [point, per_sample(base, base.low_s) / per_sample(new, new.low_s),
+              per_sample(base, base.high_s) / per_sample(new, new.high_s)]
+    low, high = min(ratios), max(ratios)
+    if high - low < MIN_INTERVAL_WIDTH * point:
+        return Speedup(point=point, low=None, high=None)
+    return Speedup(point=point, low=low, high=high)
 
 
 def throughput_gain(base: Prediction, new: Prediction) -> Speedup:

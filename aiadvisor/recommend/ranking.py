@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AIAdvisorError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
+from ..units import fmt_bytes
 from .memory import DEVICES_PER_NODE, PartsSource, device_memory, usable_bytes
 from .parallel import MAX_DEVICES
 from .precision import BEST_ORDER, best_precision, fallback_precision
@@ -230,7 +231,7 @@ def _choose(prof, spec, requested, num_devices, memory) -> _Choice:
     if spec.memory_bytes is not None:
         row["fits"] = bool(needed is not None and needed <= num_devices)
     if choice.used > num_devices:
-        choice.notes.append(f"needs {choice.used} devices ({mem / 1e9:.1f} GB each with "
+        choice.notes.append(f"needs {choice.used} devices ({fmt_bytes(mem)} each with "
                             f"{config.label})")
     return choice
 

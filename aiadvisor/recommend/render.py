@@ -11,7 +11,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..units import fmt_flops, fmt_seconds
+from ..units import fmt_bytes, fmt_flops, fmt_seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,28 +34,18 @@ PARALLEL_COLUMNS = [("strategy", "plan"), ("memory_per_device_bytes", "memory/de
                     ("notes", "notes")]
 
 
-def fmt_gb(num_bytes: float) -> str:
-    """Bytes in decimal units, as device memory is sold: ``fmt_gb(72e9) == '72.0 GB'``."""
-    value = float(num_bytes)
-    if abs(value) >= 1e9:
-        return f"{value / 1e9:.1f} GB"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.1f} MB"
-    return f"{value / 1e3:.1f} kB"
-
-
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def fmt_value(column: str, value: Any) -> str:
-    """Human-readable cell: bytes in GB (1000^3), seconds, ratios, yes/no."""
+    """Human-readable cell: bytes in binary units (MiB, GiB), seconds, ratios, yes/no."""
     if _missing(value):
         return "–"
     if isinstance(value, bool) or column in ("fits", "pareto", "usable", "offload"):
         return "yes" if value else "no"
     if column.endswith("_bytes"):
-        return f"{value / 1e9:.2f} GB" if value >= 1e7 else f"{value / 1e6:.2f} MB"
+        return fmt_bytes(value)
     if column.endswith("_s"):
         return fmt_seconds(value)
     if column.startswith("speedup"):
@@ -116,7 +106,7 @@ def summary_lines(report: Any) -> list[str]:
         f"{p.model_name} ({p.model_type}): {p.num_params:,} parameters, {o['mode']} step at "
         f"batch {p.batch_size}" + (f" x {p.seq_len} tokens" if p.seq_len else "") + ".",
         (f"FLOPs per step: {fmt_flops(p.flops_per_step)}; memory as profiled: "
-        f"{p.memory.peak_bytes / 1e9:.2f} GB peak."),
+        f"{fmt_bytes(p.memory.peak_bytes)} peak."),
     ]
     target = f"{o['num_devices']} x {o['hardware']} in {o['precision']}"
     if pred is not None:
@@ -131,7 +121,7 @@ def summary_lines(report: Any) -> list[str]:
         best = report.parallel.iloc[0]
         if best["fits"]:
             lines.append(f"Best plan: {best['strategy']} "
-                         f"({best['memory_per_device_bytes'] / 1e9:.1f} GB per device).")
+                         f"({fmt_bytes(best['memory_per_device_bytes'])} per device).")
     return lines + list(report.notes)
 
 
@@ -143,7 +133,7 @@ def _rec_gain(rec: Any) -> str:
                         if rec.speedup_low is not None else ""))
     if rec.memory_saving_bytes:
         verb = "saves" if rec.memory_saving_bytes > 0 else "costs"
-        parts.append(f"{verb} {abs(rec.memory_saving_bytes) / 1e9:.2f} GB per device")
+        parts.append(f"{verb} {fmt_bytes(abs(rec.memory_saving_bytes))} per device")
     return "; ".join(parts) or "no speed or memory figure"
 
 

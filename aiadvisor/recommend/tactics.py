@@ -22,12 +22,11 @@ from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
-from ..units import fmt_seconds
+from ..units import fmt_bytes, fmt_seconds
 from . import transforms
 from .memory import ActivationParts, PartsSource, device_memory, dtype_bytes, usable_bytes
 from .precision import support_level
 from .predictor import Predictor, Speedup, layout, speedup, throughput_gain
-from .render import fmt_gb
 
 #: A speed tactic is recommended only when the cost model predicts at least this gain.
 MIN_SPEEDUP = 1.03
@@ -147,8 +146,8 @@ def _make(ctx: Context, *, tactic_id: str, title: str, category: str, rationale:
     return Recommendation(
         id=tactic_id, title=title, category=category, rationale=rationale, code=code,
         predicted_speedup=None if gain is None else round(gain.point, 4),
-        speedup_low=None if gain is None else round(gain.low, 4),
-        speedup_high=None if gain is None else round(gain.high, 4),
+        speedup_low=None if gain is None or gain.low is None else round(gain.low, 4),
+        speedup_high=None if gain is None or gain.high is None else round(gain.high, 4),
         memory_saving_bytes=None if memory_saving_bytes is None else int(memory_saving_bytes),
         extra=extra,
     )
@@ -267,7 +266,7 @@ def channels_last(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="channels_last", title="channels_last memory format for convolutions",
         category="speed",
         rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, tensor-core "
-                   f"convolutions transpose their operands ({fmt_gb(moved)} per step); NHWC "
+                   f"convolutions transpose their operands ({fmt_bytes(moved)} per step); NHWC "
                    "tensors skip that."),
         snippet_id="channels_last", gain=gain, trigger={"conv_flops_share": share},
     )
@@ -286,7 +285,7 @@ def torch_compile(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="torch_compile", title="torch.compile: fuse memory-bound ops",
         category="speed",
         rationale=(f"{sum(op.count for op in memory_ops):.0f} memory-bound op calls move "
-                   f"{fmt_gb(moved)} per step for each device's batch; TorchInductor fuses "
+                   f"{fmt_bytes(moved)} per step for each device's batch; TorchInductor fuses "
                    "chains of them into single kernels."),
         snippet_id="torch_compile", values={"mode": "default"}, gain=gain,
         trigger={"memory_bound_bytes": moved},
@@ -337,7 +336,7 @@ def sdpa(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="sdpa", title="Fused attention (scaled_dot_product_attention)",
         category="memory",
-        rationale=(f"Each block stores {fmt_gb(quad)} of attention scores (quadratic in the "
+        rationale=(f"Each block stores {fmt_bytes(quad)} of attention scores (quadratic in the "
                    f"sequence length, {_pct(quad / ctx.parts.block_per_batch_bytes)} of its "
                    "activations); a fused attention kernel never writes them."),
         snippet_id="sdpa", values={"causal": True}, gain=gain, memory_saving_bytes=saving,
@@ -363,9 +362,9 @@ def activation_checkpointing(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="activation_checkpointing",
         title=f"Activation checkpointing ({kind})", category="memory",
-        rationale=(f"Without it the plan needs {fmt_gb(before.total_bytes)} per device "
-                   f"({fmt_gb(before.activations_bytes)} of activations); checkpointing "
-                   f"brings activations to {fmt_gb(after.activations_bytes)} at the cost of "
+        rationale=(f"Without it the plan needs {fmt_bytes(before.total_bytes)} per device "
+                   f"({fmt_bytes(before.activations_bytes)} of activations); checkpointing "
+                   f"brings activations to {fmt_bytes(after.activations_bytes)} at the cost of "
                    "recomputing the forward pass in backward."),
         snippet_id="checkpointing", values={"selective": kind == "selective"}, gain=gain,
         memory_saving_bytes=before.activations_bytes - after.activations_bytes,
@@ -392,9 +391,9 @@ def fsdp(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="fsdp", title="FSDP (ZeRO-3) instead of DDP", category="parallelism",
         rationale=(f"DDP keeps a full copy of weights, gradients and optimizer state on every "
-                   f"device: {fmt_gb(ddp.total_bytes)} per device"
-                   f"{'' if fits else ', more than the ' + fmt_gb(ctx.usable_bytes or 0) + ' usable'}. "
-                   f"Sharding over {c.dp_degree} devices needs {fmt_gb(mine.total_bytes)}."),
+                   f"device: {fmt_bytes(ddp.total_bytes)} per device"
+                   f"{'' if fits else ', more than the ' + fmt_bytes(ctx.usable_bytes or 0) + ' usable'}. "
+                   f"Sharding over {c.dp_degree} devices needs {fmt_bytes(mine.total_bytes)}."),
         snippet_id="distributed",
         values={"strategy": strategy, "nproc": min(ctx.num_devices, 8),
                 "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10},
@@ -417,8 +416,8 @@ def deepspeed_zero(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="deepspeed_zero", title=f"DeepSpeed ZeRO-{c.zero_stage}",
         category="parallelism",
         rationale=(f"Sharding the optimizer state{' and gradients' if c.zero_stage == 2 else ''} "
-                   f"over {c.dp_degree} devices takes memory from {fmt_gb(ddp.total_bytes)} "
-                   f"to {fmt_gb(mine.total_bytes)} per device while keeping the weights "
+                   f"over {c.dp_degree} devices takes memory from {fmt_bytes(ddp.total_bytes)} "
+                   f"to {fmt_bytes(mine.total_bytes)} per device while keeping the weights "
                    "replicated (no all-gather in forward)."),
         snippet_id="deepspeed",
         values={"stage": c.zero_stage, "offload": c.offload, "nproc": min(ctx.num_devices, 8),
@@ -442,8 +441,8 @@ def tensor_parallel(ctx: Context) -> Recommendation | None:
         category="parallelism",
         rationale=(f"Splitting each block's matmuls over {c.tp_degree} devices of a node "
                    f"divides weights and activations by {c.tp_degree}: "
-                   f"{fmt_gb(after.total_bytes)} per device instead of "
-                   f"{fmt_gb(before.total_bytes)} without it."),
+                   f"{fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)} without it."),
         snippet_id="tensor_parallel",
         values={"tp": c.tp_degree, "dp": c.dp_degree, "nproc": c.num_devices},
         gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
@@ -463,8 +462,8 @@ def pipeline_parallel(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="pipeline_parallel", title=f"Pipeline parallel over {c.pp_degree} stages",
         category="parallelism",
         rationale=(f"Each of {c.pp_degree} stages holds 1/{c.pp_degree} of the blocks: "
-                   f"{fmt_gb(after.total_bytes)} per device instead of "
-                   f"{fmt_gb(before.total_bytes)}; {c.num_microbatches} micro-batches keep "
+                   f"{fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)}; {c.num_microbatches} micro-batches keep "
                    "the pipeline bubble small."),
         snippet_id="pipeline_parallel",
         values={"pp": c.pp_degree, "microbatches": c.num_microbatches},
@@ -495,9 +494,9 @@ def cpu_offload(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="cpu_offload", title="CPU offload of optimizer state and weights",
         category="memory",
         rationale=(f"No plan on {ctx.num_devices} x {ctx.spec.name} fits without offload: the "
-                   f"best needs {fmt_gb(before.total_bytes)} per device. Offloading to host "
-                   f"memory leaves {fmt_gb(after.total_bytes)} on each device and needs "
-                   f"{fmt_gb(per_node)} of host memory per node; the PCIe traffic slows the "
+                   f"best needs {fmt_bytes(before.total_bytes)} per device. Offloading to host "
+                   f"memory leaves {fmt_bytes(after.total_bytes)} on each device and needs "
+                   f"{fmt_bytes(per_node)} of host memory per node; the PCIe traffic slows the "
                    "step."),
         snippet_id=snippet_id, values=values,
         gain=_gain(ctx, ctx.base, ctx.predict(parallel=on_device)),
@@ -522,8 +521,8 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
         title=f"Gradient accumulation: {c.grad_accum_steps} micro-batches per step",
         category="memory",
         rationale=(f"A forward pass over all {replica} samples of a replica needs "
-                   f"{fmt_gb(before.total_bytes)} per device; {c.grad_accum_steps} "
-                   f"micro-batches of {sizes.micro_batch} need {fmt_gb(after.total_bytes)} "
+                   f"{fmt_bytes(before.total_bytes)} per device; {c.grad_accum_steps} "
+                   f"micro-batches of {sizes.micro_batch} need {fmt_bytes(after.total_bytes)} "
                    "and give the same update."),
         snippet_id="grad_accumulation",
         values={"accum_steps": c.grad_accum_steps, "effective_batch": replica},
@@ -560,8 +559,8 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="larger_batch", title=f"Larger batch: {batch} per device",
         category="speed",
         rationale=(f"At batch {ctx.prof.batch_size} the step uses "
-                   f"{fmt_gb(ctx.memory().total_bytes)} of {fmt_gb(capacity)} usable; "
-                   f"batch {batch} still fits ({fmt_gb(mem)}) and keeps the device busier "
+                   f"{fmt_bytes(ctx.memory().total_bytes)} of {fmt_bytes(capacity)} usable; "
+                   f"batch {batch} still fits ({fmt_bytes(mem)}) and keeps the device busier "
                    "(throughput gain shown; retune the learning rate)."),
         snippet_id="larger_batch", values={"batch_size": batch,
                                            "old_batch_size": ctx.prof.batch_size},
@@ -586,8 +585,8 @@ def optimizer_8bit(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="optimizer_8bit", title="8-bit optimizer state (bitsandbytes)",
         category="memory",
-        rationale=(f"Optimizer state is {fmt_gb(mem.optimizer_bytes)} of "
-                   f"{fmt_gb(mem.total_bytes)} per device "
+        rationale=(f"Optimizer state is {fmt_bytes(mem.optimizer_bytes)} of "
+                   f"{fmt_bytes(mem.total_bytes)} per device "
                    f"({_pct(mem.optimizer_bytes / mem.total_bytes)}); 8-bit moments with "
                    "block-wise scales use a quarter of the space."),
         snippet_id="optimizer_8bit", values={"class_name": class_name}, gain=gain,
@@ -630,7 +629,7 @@ def dataloader(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="dataloader",
         title="DataLoader workers, pinned memory and prefetching", category="data",
-        rationale=(f"Each step copies {fmt_gb(ctx.prof.memory.inputs_bytes)} of inputs to the "
+        rationale=(f"Each step copies {fmt_bytes(ctx.prof.memory.inputs_bytes)} of inputs to the "
                    f"device: about {fmt_seconds(copy_s)} over PCIe, {_pct(share)} of the "
                    "predicted step if it is not overlapped with compute."),
         snippet_id="dataloader",
@@ -677,7 +676,7 @@ def weight_only_int4(ctx: Context) -> Recommendation | None:
         category="precision",
         rationale=(f"The device work is memory-bound ({fmt_seconds(base.memory_s)} moving data "
                    f"vs {fmt_seconds(base.compute_s)} computing); 4-bit weights read "
-                   f"{fmt_gb(after)} instead of {fmt_gb(before)}."),
+                   f"{fmt_bytes(after)} instead of {fmt_bytes(before)}."),
         snippet_id="weight_only_int4", values={"group_size": 128}, gain=gain,
         memory_saving_bytes=before - after, trigger={"memory_s": base.memory_s,
                                                      "compute_s": base.compute_s},
@@ -699,9 +698,9 @@ def weight_only_nf4(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="weight_only_nf4", title="NF4 weights: fit the model on one device",
         category="memory",
-        rationale=(f"In {ctx.precision} the model needs {fmt_gb(now.total_bytes)}, more than "
-                   f"one {ctx.spec.name} ({fmt_gb(capacity)} usable); with NF4 weights it "
-                   f"needs {fmt_gb(nf4.total_bytes)}."),
+        rationale=(f"In {ctx.precision} the model needs {fmt_bytes(now.total_bytes)}, more than "
+                   f"one {ctx.spec.name} ({fmt_bytes(capacity)} usable); with NF4 weights it "
+                   f"needs {fmt_bytes(nf4.total_bytes)}."),
         snippet_id="weight_only_nf4", gain=gain,
         memory_saving_bytes=now.total_bytes - nf4.total_bytes,
         trigger={"bytes_on_one_device": now.total_bytes},
@@ -758,7 +757,7 @@ def serving(ctx: Context) -> Recommendation | None:
         rationale=(f"At batch {p.batch_size} the device is underused: the cost model predicts "
                    f"{gain.point:.1f}x the throughput at batch {p.batch_size * 8}. A serving "
                    "engine batches concurrent requests and pages the KV cache "
-                   f"(up to {fmt_gb(kv_bytes)} per {p.seq_len}-token sequence)."),
+                   f"(up to {fmt_bytes(kv_bytes)} per {p.seq_len}-token sequence)."),
         snippet_id="serving",
         values={"seq_len": p.seq_len, "kv_cache_gib": round(kv_bytes / 2**30, 3),
                 "max_num_seqs": max_seqs, "max_tokens": 256},
@@ -818,7 +817,7 @@ def embedding_int8(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="embedding_int8", title="8-bit embedding tables", category="memory",
         rationale=(f"Embeddings hold {_pct(emb_params / ctx.prof.num_params)} of the "
                    f"parameters; 8-bit rows with per-row scales save "
-                   f"{fmt_gb(emb_params * (bytes_now - 1))}."),
+                   f"{fmt_bytes(emb_params * (bytes_now - 1))}."),
         snippet_id="embedding_int8", gain=gain,
         memory_saving_bytes=emb_params * (bytes_now - 1),
         trigger={"embedding_params": emb_params},

@@ -4,6 +4,7 @@ parses and uses the user's names."""
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 import torch
@@ -145,7 +146,7 @@ def test_rationale_names_the_number_that_triggered_it(scenarios):
     ddp_bytes = fsdp.extra["trigger"]["ddp_bytes_per_device"]
     # 16 bytes x 8.03e9 parameters = 128.5e9 of states alone under DDP
     assert ddp_bytes > 128.5e9
-    assert f"{ddp_bytes / 1e9:.1f} GB" in fsdp.rationale
+    assert f"{ddp_bytes / 2**30:.2f} GiB" in fsdp.rationale  # binary units, as the cards
     assert fsdp.memory_saving_bytes > 0.75 * 128.5e9  # 7/8 of the states
     cnn = next(r for r in scenarios["cnn_h100"].recommendations if r.id == "channels_last")
     share = cnn.extra["trigger"]["conv_flops_share"]
@@ -193,3 +194,36 @@ def test_deepspeed_and_accumulation_follow_the_chosen_plan(llama8b):
     assert "accum_steps = 4" in accum.code
     ctx = _context(prof4, ParallelConfig(dp_degree=8, zero_stage=3))
     assert "grad_accumulation" not in {r.id for r in recommend(ctx)}
+
+
+def test_intervals_are_real_or_absent(scenarios):
+    # Either no interval (the cost model cannot separate the two predictions) or one at least
+    # 1 % wide that contains the point; never a "1.03x (likely 1.03x-1.03x)".
+    seen = {"with": 0, "without": 0}
+    for report in scenarios.values():
+        for rec in report.recommendations:
+            if rec.predicted_speedup is None:
+                continue
+            if rec.speedup_low is None:
+                assert rec.speedup_high is None
+                seen["without"] += 1
+                continue
+            seen["with"] += 1
+            assert rec.speedup_low <= rec.predicted_speedup <= rec.speedup_high
+            assert rec.speedup_high - rec.speedup_low >= 0.0099 * rec.predicted_speedup
+        for text in (str(report), report.to_markdown(), report._repr_html_()):
+            for low, high in re.findall(r"likely (\d+\.\d+)x-(\d+\.\d+)x", text):
+                assert low != high, text
+    # A precision change (its own peak and spread) separates; both kinds occur here.
+    assert seen["with"] and seen["without"]
+    bf16 = next(r for r in scenarios["gpt2_h100"].recommendations if r.id == "bf16_autocast")
+    assert bf16.speedup_low is not None
+
+
+def test_rationales_and_memory_lines_use_binary_units(scenarios):
+    for report in scenarios.values():
+        for rec in report.recommendations:
+            assert not re.search(r"\d (kB|MB|GB)\b", rec.rationale), rec.rationale
+    fsdp = next(r for r in scenarios["llama8b_8"].recommendations if r.id == "fsdp")
+    text = str(scenarios["llama8b_8"])
+    assert f"saves {fsdp.memory_saving_bytes / 2**30:.2f} GiB per device" in text

@@ -80,6 +80,13 @@ def test_recommendation_card_memory_cost_and_no_speed_figure():
     assert "needs 1.00 GiB more per device" in card
 
 
+def test_recommendation_card_without_an_interval_shows_the_point_alone():
+    # The cost model could not separate the two predictions: no "likely" range.
+    card = recommendation_card(_rec(predicted_speedup=1.03, speedup_low=None,
+                                    speedup_high=None), 1)
+    assert "1.03× as fast;" in card and "likely" not in card
+
+
 def test_measured_recommendation_is_not_called_estimated():
     card = recommendation_card(_rec(estimated=False), 1)
     assert "(measured)" in card and "estimated" not in card
