@@ -24,7 +24,8 @@ from .units import MODES, PRECISIONS
 
 __all__ = ["Advisor", "load_ipython_extension", "unload_ipython_extension"]
 
-_OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert")
+_OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert",
+            "--verify")
 
 
 @magics_class
@@ -58,6 +59,10 @@ class Advisor(Magics):
         super().__init__(shell=shell, **kwargs)
         self.last_view: Any = None
         """The last dashboard (or report) shown; ``--insert`` reads its current report."""
+        self.last_call: tuple[str, str, dict[str, Any]] | None = None
+        """(model name, inputs name, options) of the last ``%advise``: what ``--verify`` re-runs."""
+        self.last_verification: Any = None
+        """The last ``--verify`` result (:class:`aiadvisor.verify.Verification`)."""
 
     @magic_arguments()
     @argument("model", nargs="?", help="Name of the torch.nn.Module in the notebook.")
@@ -75,6 +80,9 @@ class Advisor(Magics):
     @argument("--insert", metavar="N",
               help="Insert the code of recommendation N (its number, or its id) of the last "
                    "report in a new cell below.")
+    @argument("--verify", action="store_true",
+              help="Re-measure the last %%advise model (or MODEL INPUTS) on the attached device "
+                   "and show predicted vs measured step time and peak memory.")
     @line_magic
     def advise(self, line: str = "") -> None:
         """Profile a model on an example batch and show where its time and memory go.
@@ -92,10 +100,20 @@ class Advisor(Magics):
             %advise model x
             %advise model batch --mode infer --hardware "NVIDIA H100 SXM" --devices 8
             %advise --insert 2          # code of recommendation 2 in a new cell below
+            %advise --verify --precision bf16   # after applying bf16 autocast: measure it
             %config Advisor.default_mode = "infer"
+
+        ``--verify`` closes the loop: it re-runs the last ``%advise`` model (looked up by name
+        again, so a redefined model counts) for real on the attached device, and shows the
+        cost model's prediction for that device (benchmarked once, then cached) beside the
+        measured step time and peak memory. ``--mode`` and ``--precision`` say how the step
+        runs now.
         """
         args = _parse(self.advise, line)
         with _short_errors():
+            if args.verify:
+                self._verify(args)
+                return
             if args.insert is not None:
                 self._insert(args.insert)
                 return
@@ -115,6 +133,41 @@ class Advisor(Magics):
             model, inputs, options=options, shell=self.shell, use_widgets=self._use_widgets(),
             offline_charts=self.offline_charts,
         )
+        self.last_call = (args.model, args.inputs, options)
+
+    def _verify(self, args: Any) -> None:
+        if args.insert is not None:
+            raise UsageError("--verify and --insert are separate commands: run one at a time.")
+        for flag, value in (("--batch", args.batch), ("--seq", args.seq),
+                            ("--hardware", args.hardware), ("--devices", args.devices)):
+            if value is not None:
+                raise UsageError(f"--verify measures the example batch on the attached device: "
+                                 f"{flag} does not apply.")
+        if args.model is not None:
+            if args.inputs is None:
+                raise UsageError("%advise MODEL INPUTS --verify needs the example batch too.")
+            model_name, inputs_name, last = args.model, args.inputs, {}
+        elif self.last_call is not None:
+            model_name, inputs_name, last = self.last_call
+        else:
+            raise UsageError("Nothing to verify yet: run `%advise MODEL INPUTS` first (or "
+                             "`%advise MODEL INPUTS --verify`).")
+        model = self._lookup(model_name, "MODEL")
+        inputs = self._lookup(inputs_name, "INPUTS")
+        mode = args.mode or last.get("mode") or self.default_mode
+        if mode not in MODES:
+            raise UsageError(_choice_message("--mode", mode, MODES))
+        precision = (args.precision or last.get("precision") or self.default_precision
+                     or "fp32").lower()
+        if precision not in PRECISIONS:
+            raise UsageError(_choice_message("--precision", precision, PRECISIONS))
+        from IPython.display import display
+
+        from .verify import verify
+
+        result = verify(model, inputs, mode=mode, precision=precision, model_name=model_name)
+        self.last_verification = result
+        display({"text/html": result._repr_html_(), "text/plain": str(result)}, raw=True)
 
     def _insert(self, which: str) -> None:
         report = getattr(self.last_view, "report", self.last_view)

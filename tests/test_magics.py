@@ -48,7 +48,7 @@ def ip(shell):
     for trait in ("default_mode", "default_hardware", "default_devices", "default_precision",
                   "widgets"):
         magics.set_trait(trait, magics.trait_defaults(trait))
-    magics.last_view = None
+    magics.last_view = magics.last_call = magics.last_verification = None
 
 
 def run_error(ip, line: str) -> str:
@@ -285,3 +285,79 @@ def test_quoted_values_lose_their_quotes(ip):
     args = _parse(magic, '''model x --hardware "NVIDIA H100 SXM" --precision 'bf16' ''')
     assert (args.hardware, args.precision) == ("NVIDIA H100 SXM", "bf16")
     assert "could not split" in run_error(ip, '%advise model x --hardware "H100')
+
+
+# --- %advise --verify: measured vs predicted on the attached device -------------------------
+@pytest.fixture
+def small_benchmark(monkeypatch, tmp_path):
+    """hardware="local" benchmarks the attached device; its defaults take ~12 s on 2 shared
+    cores, so this runs a smaller (still measured) benchmark, cached in tmp_path."""
+    import functools
+
+    from aiadvisor.hardware import detection
+
+    small = {"sizes": (64, 128), "precisions": ("fp32",), "bandwidth_bytes": 2**22,
+             "min_time_s": 0.01}
+    monkeypatch.setattr(detection, "detect", functools.partial(
+        detection.detect, cache_dir=str(tmp_path), progress=False, benchmark_options=small))
+
+
+@pytest.mark.usefixtures("small_benchmark")
+def test_verify_measures_the_last_model_and_predicts_with_the_cost_model(ip):
+    from IPython.utils.capture import capture_output
+
+    import aiadvisor as aa
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the attached device
+    torch.manual_seed(0)
+    ip.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                              torch.nn.Linear(128, 10)).to(device),
+                      batch=torch.randn(16, 64, device=device))
+    with capture_output() as captured:
+        ip.run_cell(f'%advise net batch --hardware "{TARGET}"')
+        ip.run_cell("%advise --verify")
+    v = ip.find_magic("advise").__self__.last_verification
+    assert v.profile.model_name == "net" and v.profile.mode == "train"
+    assert v.measured_step_time_s > 0
+    # 64 x 128 + 128 + 128 x 10 + 10 = 9,610 fp32 parameters; after an AdamW step the weights,
+    # gradients and both moments are live: 16 bytes each, 153,760 bytes at least.
+    assert v.measured_peak_bytes >= 16 * 9610
+    # The prediction is the cost model's for this profile on the benchmarked attached device.
+    expected = aa.predict(v.profile, hardware="local", precision="fp32")
+    assert v.prediction.step_time_s == expected.step_time_s > 0
+    assert v.hardware.measured and v.prediction.hardware == v.hardware.name
+    assert v.predicted_peak_bytes == v.profile.memory.peak_bytes > 16 * 9610
+    assert v.step_time_ratio == pytest.approx(v.measured_step_time_s / expected.step_time_s)
+    bundle = captured.outputs[-1].data
+    text = bundle["text/plain"]
+    assert "measured / predicted" in text and f"{v.step_time_ratio:.2f}" in text
+    assert "<table" in bundle["text/html"] and "peak memory" in bundle["text/html"]
+
+
+def test_verify_before_any_report(ip):
+    assert run_error(ip, "%advise --verify") == (
+        "Nothing to verify yet: run `%advise MODEL INPUTS` first (or "
+        "`%advise MODEL INPUTS --verify`).")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('%advise model x --verify --hardware "H100"',
+     "--verify measures the example batch on the attached device: --hardware does not apply."),
+    ("%advise model x --verify --insert 1",
+     "--verify and --insert are separate commands: run one at a time."),
+    ("%advise model --verify", "%advise MODEL INPUTS --verify needs the example batch too."),
+])
+def test_verify_options_that_do_not_apply(ip, line, expected):
+    assert run_error(ip, line) == expected
+
+
+@pytest.mark.usefixtures("small_benchmark")
+def test_verify_errors_are_one_line(ip):
+    ip.user_ns.update(batch=torch.randn(4, 8))
+    with torch.device("meta"):
+        ip.user_ns["ghost"] = torch.nn.Linear(8, 8)
+    assert "on the meta device" in run_error(ip, "%advise ghost batch --verify")
+    ip.user_ns["lin"] = torch.nn.Linear(8, 8)
+    message = run_error(ip, "%advise lin batch --verify --precision int8")
+    assert message.startswith("precision='int8' cannot be verified")
+    assert "\n" not in message
