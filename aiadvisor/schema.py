@@ -127,7 +127,9 @@ class HardwareSpec:
     kind: str
     """gpu, tpu, npu, cpu or edge."""
     memory_gb: float | None = None
-    """Device memory in GB (1000**3 bytes) as the vendor states it."""
+    """Device memory as the vendor states it ("80 GB"). Accelerator memory comes in binary sizes
+    (an H100's five 16 GiB HBM3 stacks are its "80 GB"; CUDA reports 79.6 GiB of it), so
+    :attr:`memory_bytes` reads the figure as GiB."""
     memory_bw_gbs: float | None = None
     fp32_tflops: float | None = None
     tf32_tflops: float | None = None
@@ -160,7 +162,7 @@ class HardwareSpec:
 
     @property
     def memory_bytes(self) -> int | None:
-        return None if self.memory_gb is None else int(self.memory_gb * 1000**3)
+        return None if self.memory_gb is None else int(self.memory_gb * 1024**3)
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (TFLOP/s, or TOP/s for integer formats); None if the

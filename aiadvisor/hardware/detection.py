@@ -187,7 +187,7 @@ def _cpu_spec(cpu: CpuInfo, reason: str | None) -> tuple[HardwareSpec, str | Non
         )
     spec = HardwareSpec(
         name=f"{cpu.model} (local CPU, {cpu.num_cores} cores)", vendor=_cpu_vendor(cpu),
-        kind="cpu", memory_gb=None if cpu.memory_bytes is None else cpu.memory_bytes / 1e9,
+        kind="cpu", memory_gb=None if cpu.memory_bytes is None else cpu.memory_bytes / 1024**3,
         fp32_tflops=fp32, source="detected: /proc/cpuinfo, /proc/meminfo",
         notes=f"Local CPU {cpu.model!r}, not in the catalog: built from /proc/cpuinfo. "
               f"{estimate}{why}",
@@ -280,7 +280,7 @@ def _match_by_memory(name: str, memory_bytes: int | None) -> HardwareSpec | None
     spec = find(name)
     if memory_bytes is None:
         return spec
-    detected_gb = memory_bytes / 1e9
+    detected_gb = memory_bytes / 1024**3  # binary, as HardwareSpec.memory_bytes
 
     def fits(row: HardwareSpec) -> bool:
         return row.memory_gb is None or abs(row.memory_gb - detected_gb) <= 0.35 * row.memory_gb
@@ -305,7 +305,7 @@ def _accelerator_spec(info: dict[str, Any], cpu: CpuInfo
                 "(detect(benchmark=True)).")
     spec = HardwareSpec(
         name=info["name"], vendor=_VENDOR.get(info["backend"], ""), kind="gpu",
-        memory_gb=None if memory_bytes is None else memory_bytes / 1e9,
+        memory_gb=None if memory_bytes is None else memory_bytes / 1024**3,  # see HardwareSpec
         tdp_w=info.get("power_limit_w"), source=f"detected: torch ({info['backend']})",
         notes=f"{seen} Not in the catalog: memory from the driver. {estimate}",
     )

@@ -49,7 +49,7 @@ def _no_accelerator(monkeypatch):
 def _fake_cpu(monkeypatch, **fields):
     info = CpuInfo(**{"model": "AMD EPYC", "vendor_id": "AuthenticAMD", "family": 25,
                       "num_cores": 2, "num_threads": 2, "mhz": 2445.4,
-                      "isa_flags": ("avx", "avx2", "fma"), "memory_bytes": 24 * 10**9, **fields})
+                      "isa_flags": ("avx", "avx2", "fma"), "memory_bytes": 24 * 2**30, **fields})
     monkeypatch.setattr(detection, "cpu_info", lambda: info)
     return info
 
@@ -72,7 +72,7 @@ def test_unknown_cpu_gets_an_estimate_that_says_so(monkeypatch):
     # 2 cores x 2.4454 GHz x 32 FLOP/cycle (AVX2: 2 FMA x 8 lanes x 2) = 156.5 GFLOP/s.
     assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000, rel=1e-3)
     assert "ESTIMATED" in spec.notes
-    assert spec.memory_gb == 24 and spec.memory_bw_gbs is None
+    assert spec.memory_gb == 24 and spec.memory_bw_gbs is None  # 24 GiB read as binary GB
     assert spec.name == "AMD EPYC (local CPU, 2 cores)"
 
 
@@ -144,7 +144,7 @@ def test_a_cuda_device_matches_its_catalog_row(monkeypatch):
 
 
 def test_an_unknown_cuda_device_is_built_from_what_the_driver_says(monkeypatch):
-    _fake_cuda(monkeypatch, "NVIDIA Imaginary 9000", 48 * 10**9, 100, cc=(8, 9))
+    _fake_cuda(monkeypatch, "NVIDIA Imaginary 9000", 48 * 2**30, 100, cc=(8, 9))
     spec = detect()
     assert spec.name == "NVIDIA Imaginary 9000" and spec.vendor == "NVIDIA"
     assert spec.memory_gb == 48 and spec.fp32_tflops is None and spec.tdp_w == 700.0
@@ -173,7 +173,8 @@ def test_a_shared_device_name_is_checked_against_the_reported_memory(
     spec = detect()
     assert spec.name == expected
     if expected == "Orin":
-        assert spec.memory_gb == pytest.approx(7.6) and "Not in the catalog" in spec.notes
+        # 7.6e9 bytes reported, read as binary GB like the catalog's sizes
+        assert spec.memory_gb == pytest.approx(7.6e9 / 2**30) and "Not in the catalog" in spec.notes
 
 
 def test_a_reported_memory_far_from_the_catalog_row_is_not_matched(monkeypatch):
@@ -187,6 +188,6 @@ def test_apple_silicon_matches_whatever_memory_it_was_bought_with(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
     monkeypatch.setattr(detection, "_sysctl", lambda key: "Apple M3 Max")
-    _fake_cpu(monkeypatch, model="Apple M3 Max", memory_bytes=36 * 10**9)
+    _fake_cpu(monkeypatch, model="Apple M3 Max", memory_bytes=36 * 2**30)
     device = probe()
     assert device.backend == "mps" and device.catalog_name == "Apple M3 Max (40-core GPU)"
