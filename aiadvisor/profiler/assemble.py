@@ -50,7 +50,10 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     live_after = int(dyn.get("live_after_step_bytes", 0))
     opt_temp = static["optimizer_temporaries_bytes"]
     peak_opt = live_after + opt + opt_temp if train and static["optimizer"] != "none" else 0
-    peak = max(peak_fwd_bwd, peak_opt, weights + inputs)
+    # A training loop's steady state: from the second step on, the optimizer state allocated
+    # by the first step() is resident during forward and backward too (gradients are freed by
+    # zero_grad(set_to_none=True), PyTorch's default).
+    peak = max(peak_fwd_bwd + (opt if train else 0), peak_opt, weights + inputs)
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
     memory = MemoryBreakdown(

@@ -94,8 +94,9 @@ def _step_fn(model, spec, *, mode: str, optimizer: str, precision: str, device: 
 
 def measure_step(model, spec, prof: ModelProfile, *, mode: str, optimizer: str, precision: str,
                  num_steps: int = 5) -> ModelProfile:
-    """Median wall time of ``num_steps`` real steps after one warm-up, and the peak memory of
-    one full step (copies of the weights included), on the model's own device."""
+    """Median wall time of ``num_steps`` real steps after two warm-up steps, and the peak memory
+    of a steady-state training step (copies of the weights included; the second step, when the
+    optimizer state exists), on the model's own device."""
     device = model_device(model)
     if device.type == "meta":
         return dataclasses.replace(prof, notes=prof.notes + (
@@ -111,15 +112,17 @@ def measure_step(model, spec, prof: ModelProfile, *, mode: str, optimizer: str, 
             base = torch.cuda.memory_allocated(device)
             state = make_state()
             run_once(state)
+            run_once(state)  # the steady state: optimizer state resident from step 2 on
             sync()
             peak = torch.cuda.max_memory_allocated(device) - base
         else:
-            def first_step():
+            def two_steps():  # the steady state: optimizer state resident from step 2 on
                 s = make_state()
+                run_once(s)
                 run_once(s)
                 return s
 
-            peak, state = cpu_peak_bytes(first_step)
+            peak, state = cpu_peak_bytes(two_steps)
         times = []
         for _ in range(max(1, num_steps)):
             sync()
