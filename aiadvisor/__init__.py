@@ -19,6 +19,8 @@ _LAZY = {
     "predict": ("aiadvisor.costmodel", "predict"),
     "plan_parallel": ("aiadvisor.recommend.parallel", "plan_parallel"),
     "advise": ("aiadvisor.api", "advise"),
+    "profile_for_advice": ("aiadvisor.api", "profile_for_advice"),
+    "verify": ("aiadvisor.verify", "verify"),
     "Report": ("aiadvisor.api", "Report"),
     "ModelProfile": ("aiadvisor.schema", "ModelProfile"),
     "HardwareSpec": ("aiadvisor.schema", "HardwareSpec"),
