@@ -1,14 +1,16 @@
 """Leave-one-GPU-out accuracy of the op-level cost model on the opdata measurements.
 
 For each table (``gemm/tensor``: Vidur FP16 tensor-core GEMMs on A100/H100/A40; ``gemm/simt``:
-NeuSight FP32 sgemm on 8 GPUs; ``conv/simt``; ``memory/any``) and each GPU in it, the table is
+NeuSight FP32 sgemm on 8 GPUs; ``conv/simt``; ``elementwise/any``; ``norm/any``: LayerNorm,
+softmax, RMSNorm) and each GPU in it, the table is
 refitted on the other GPUs with the shipping code path (scikit-learn fit, tabulated on the grid,
 read back by the shipped interpolator) and evaluated on the held-out GPU. Printed side by side,
 per held-out device: mean, median and P90 absolute percentage error and the time-weighted APE
 (weights = measured time) of
 
 * ``roofline``: ``max(F/P, B/W) + launch``, the launch being the timing harness's floor,
-* ``roof x c``: the roofline times the training GPUs' time-weighted median slow-down,
+* ``roof x c``: the roofline times the training GPUs' median slow-down (weighted by roofline
+  time, the constant aiadvisor shrinks toward),
 * ``learned``: the roofline times the learned efficiency, i.e. what aiadvisor predicts.
 
 The held-out GPU's harness floor is the median floor of the training GPUs measured with the same
@@ -37,21 +39,27 @@ from aiadvisor.costmodel.training import (
     weighted_median,
 )
 
-DEFAULT_TABLES = "gemm/tensor,gemm/simt,conv/simt,memory/any"
+DEFAULT_TABLES = "gemm/tensor,gemm/simt,conv/simt,elementwise/any,norm/any"
 
 
-def logo_table(rows, key: str) -> list[dict]:
-    """One result row per held-out GPU of table ``key``."""
-    part = rows[rows.table == key]
+def logo_table(rows, family: str, *, power_split: bool = True) -> list[dict]:
+    """One result row per held-out GPU of a table family (``gemm/simt`` also covers
+    ``gemm/simt@lowpower``: a held-out power-limited board is predicted from the other
+    power-limited boards, as aiadvisor does; ``power_split=False`` pools them all)."""
+    part = rows[rows.table.str.split("@").str[0] == family]
     out = []
     for gpu in sorted(part.gpu.unique()):
-        train, test = part[part.gpu != gpu], part[part.gpu == gpu]
+        test = part[part.gpu == gpu]
+        key = test.table.iloc[0]
+        train = part[(part.gpu != gpu) & ((part.table == key) | (not power_split))]
+        if train.empty:
+            continue
         table = EfficiencyTable.from_dict(key, GRID, fit_table(train, quantiles=False))
         same_source = train[train.source == test.source.iloc[0]]
         harness_s = float(np.median(same_source.groupby("gpu").harness_s.first()))
         roof_s = test.roofline_s.to_numpy() + harness_s
         learned_s = roof_s * np.exp(table.log_slowdown(test.f1, test.f2))
-        const_s = roof_s * np.exp(weighted_median(train.y, train.latency_s))
+        const_s = roof_s * np.exp(weighted_median(train.y, train.roofline_s))
         meas_s = test.latency_s.to_numpy()
         out.append({"table": key, "gpu": gpu,
                     "roofline": log_ratio_summary(roof_s, meas_s),
@@ -63,16 +71,16 @@ def logo_table(rows, key: str) -> list[dict]:
 def print_results(results: list[dict]) -> None:
     methods = ("roofline", "roof x c", "learned")
     head = " ".join(f"{m + ' mean/med/p90/tw':>28s}" for m in methods)
-    print(f"{'table':12s} {'held-out GPU':24s} {'n':>5s} {head}")
+    print(f"{'table':21s} {'held-out GPU':24s} {'n':>5s} {head}")
     for r in results:
         cells = " ".join(
             "{mean:6.1%} {median:6.1%} {p90:6.1%} {time_weighted:6.1%}".format(**r[m])
             for m in methods)
-        print(f"{r['table']:12s} {r['gpu']:24s} {r['learned']['n']:5d} {cells}")
-    for key in dict.fromkeys(r["table"] for r in results):
-        sub = [r for r in results if r["table"] == key]
+        print(f"{r['table']:21s} {r['gpu']:24s} {r['learned']['n']:5d} {cells}")
+    for key in dict.fromkeys(r["table"].split("@")[0] for r in results):
+        sub = [r for r in results if r["table"].split("@")[0] == key]
         med = {m: np.median([r[m]["mean"] for r in sub]) for m in methods}
-        print(f"{key:12s} median over held-out GPUs of the mean APE: "
+        print(f"{key:21s} median over held-out GPUs of the mean APE: "
               + ", ".join(f"{m} {v:.1%}" for m, v in med.items()))
 
 
@@ -80,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("opdata", nargs="?", default=str(REPO.parent / "shared" / "data" / "opdata"))
     parser.add_argument("--tables", default=DEFAULT_TABLES)
+    parser.add_argument("--no-power-split", action="store_true",
+                        help="pool power-limited boards with the others (ablation)")
     args = parser.parse_args(argv)
     rows = load_op_rows(args.opdata)
-    results = [r for key in args.tables.split(",") for r in logo_table(rows, key)]
+    results = [r for key in args.tables.split(",")
+               for r in logo_table(rows, key, power_split=not args.no_power_split)]
     print_results(results)
     return 0
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
-from .devices import device_arrays
+from .devices import device_arrays, familiarity
 from .model import EfficiencyModel, load_model
 from .ops import OpArrays, op_arrays
 from .precision import MEASURED_PRECISIONS, check_precision, gemm_peak_tflops
@@ -174,7 +174,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     check_precision(spec, precision)
     model = model or load_model()
     parts, measured = _parts(prof, spec, precision, parallel, model)
-    w = float(np.mean([v[0, 0] for v in device_arrays([spec], precision, model).shrink.values()]))
+    w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
     return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes)
 
@@ -276,7 +276,7 @@ def _table_for_precision(prof, specs, precision, parallel, model) -> dict | None
     breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],
                           parts.overhead_s[1]])
     bound = np.array(["compute", "memory", "communication", "overhead"])[breakdown.argmax(axis=0)]
-    w = np.mean([v[:, 0] for v in devs.shrink.values()], axis=0)
+    w = familiarity(devs, model)
     other = np.array([s.vendor.upper() != "NVIDIA" or s.kind != "gpu" for s in specs])
     confidence = np.where(other | (precision not in MEASURED_PRECISIONS), "low",
                           np.where(w < 0.5, "medium", "high"))

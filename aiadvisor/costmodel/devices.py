@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import HardwareSpec
-from .model import EfficiencyModel
+from .model import LOW_POWER_TDP_W, EfficiencyModel
 from .precision import gemm_peak_tflops, uses_matrix_engine, vector_peak_tflops
 
 #: Per-op fixed cost when the spec has no measured figure: eager PyTorch on a GPU keeps about one
@@ -26,7 +26,6 @@ DEFAULT_LAUNCH_US = {"gpu": 4.0, "tpu": 4.0, "npu": 4.0, "edge": 8.0, "cpu": 5.0
 #: Bandwidth assumed when a spec has no interconnect figure: PCIe 4.0 x16, both directions.
 DEFAULT_INTERCONNECT_GBS = 64.0
 SHRINK_SCALE_DECADES = 0.3
-TABLE_KEYS = ("gemm/simt", "gemm/tensor", "conv/simt", "memory/any", "embedding/any")
 
 
 def launch_s(spec: HardwareSpec) -> float:
@@ -61,6 +60,8 @@ class DeviceArrays:
     bw_gbs: np.ndarray
     launch_s: np.ndarray
     matrix_engine: np.ndarray
+    low_power: np.ndarray
+    """TDP <= 100 W: the power-limited tables apply (where the model has them)."""
     shrink: dict[str, np.ndarray]
     interconnect_gbs: np.ndarray
     """Vendor per-device interconnect figure (both directions added), GB/s."""
@@ -73,13 +74,27 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str,
     vector = np.array([vector_peak_tflops(s) for s in specs], float)
     matrix = np.array([uses_matrix_engine(s, precision) for s in specs], bool)
     shrink = {}
-    for key in TABLE_KEYS:
-        peaks = vector if key in ("memory/any", "embedding/any") else gemm
+    for key in model.tables:
+        peaks = gemm if key.startswith(("gemm/", "conv/")) else vector
         shrink[key] = shrink_weights(specs, model, key, peaks)[:, None]
+    low_power = np.array([s.tdp_w is not None and s.tdp_w <= LOW_POWER_TDP_W for s in specs])
     col = lambda a: np.asarray(a, float)[:, None]
     return DeviceArrays(
         specs=tuple(specs), gemm_peak_tflops=col(gemm), vector_peak_tflops=col(vector),
         bw_gbs=col([s.memory_bw_gbs or 1.0 for s in specs]),
-        launch_s=col([launch_s(s) for s in specs]), matrix_engine=matrix[:, None], shrink=shrink,
+        launch_s=col([launch_s(s) for s in specs]), matrix_engine=matrix[:, None],
+        low_power=low_power[:, None], shrink=shrink,
         interconnect_gbs=col([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS for s in specs]),
     )
+
+
+def familiarity(devs: DeviceArrays, model: EfficiencyModel) -> np.ndarray:
+    """Mean shrink weight (D,) of the GEMM and memory tables each device actually uses: how
+    close it is to the measured devices (1 = inside their range)."""
+    out = np.zeros(len(devs.specs))
+    for d in range(len(devs.specs)):
+        low = bool(devs.low_power[d, 0])
+        gemm = "gemm/tensor" if devs.matrix_engine[d, 0] else "gemm/simt"
+        keys = [model.table_key(gemm, low_power=low), model.table_key("elementwise/any", low_power=low)]
+        out[d] = np.mean([devs.shrink[k][d, 0] for k in keys])
+    return out

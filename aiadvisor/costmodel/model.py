@@ -47,6 +47,12 @@ MAX_LOG_SLOWDOWN = math.log(20.0)
 """Efficiency is never below 1/20 of the roofline."""
 
 QUANTILES = ("p10", "p50", "p90")
+LOW_POWER_SUFFIX = "@lowpower"
+LOW_POWER_TDP_W = 100.0
+"""Boards with a power limit this low (T4 70 W, L4 72 W, P4 75 W) cannot hold their boost clock
+through long kernels: their large GEMMs reach 30-45 % of the datasheet peak where 250-700 W parts
+reach 75-90 % (opdata NeuSight kernels). They get tables of their own, e.g.
+``gemm/simt@lowpower``, used for devices whose spec says ``tdp_w <= 100``."""
 
 
 def op_features(flops, num_bytes, peak_tflops, bw_gbs):
@@ -105,7 +111,8 @@ class EfficiencyTable:
     p50: np.ndarray
     p90: np.ndarray
     median_log_slowdown: float
-    """Time-weighted median of ``y`` in the training data: where a shrunk prediction goes."""
+    """Median of ``y`` in the training data weighted by roofline time (what a shrunk prediction
+    tends to)."""
     peak_log10_range: tuple[float, float]
     bw_log10_range: tuple[float, float]
     """log10 of the dense peak (TFLOP/s) and bandwidth (GB/s) spanned by the training devices."""
@@ -163,6 +170,11 @@ class EfficiencyModel:
 
     def table(self, key: str) -> EfficiencyTable:
         return self.tables[key]
+
+    def table_key(self, key: str, *, low_power: bool) -> str:
+        """``key`` or its power-limited variant when the device is one and the variant exists."""
+        variant = key + LOW_POWER_SUFFIX
+        return variant if low_power and variant in self.tables else key
 
     @classmethod
     def from_dict(cls, data: dict) -> EfficiencyModel:

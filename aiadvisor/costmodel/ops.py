@@ -32,15 +32,35 @@ class OpArrays:
     count: np.ndarray
     flops: np.ndarray
     bytes_total: np.ndarray
+    bytes_read: np.ndarray
     trace_bytes_per_element: np.ndarray
     """Element size of the traced dtype; 0 for integer/bool outputs (never converted)."""
     gemm_like: np.ndarray
+    norm: np.ndarray
+    """Normalisations, softmax and reductions (their own efficiency table)."""
     autocast_fp32: np.ndarray
     recurrent: np.ndarray
     attention_core: np.ndarray
 
     def __len__(self) -> int:
         return len(self.name)
+
+
+#: Memory-bound ops that reduce along a dimension (two passes or a tree reduction): they reach
+#: ~0.35-0.65 of the bandwidth where elementwise ops reach ~0.9 (opdata: NeuSight LayerNorm and
+#: softmax, Vidur RMSNorm).
+NORM_OPS = frozenset({
+    "aten.mean", "aten.sum", "aten.var", "aten.var_mean", "aten.std", "aten.std_mean",
+    "aten.amax", "aten.amin", "aten.max", "aten.min", "aten.argmax", "aten.argmin",
+    "aten.logsumexp", "aten.cumsum", "aten.nll_loss_forward", "aten.nll_loss_backward",
+    "aten.nll_loss2d_forward", "aten.nll_loss2d_backward",
+})
+
+
+def is_norm(op_name: str) -> bool:
+    """Normalisation, softmax or reduction (by aten name)."""
+    name = op_name.lower()
+    return op_name in NORM_OPS or "norm" in name or "softmax" in name
 
 
 def op_arrays(prof: ModelProfile) -> OpArrays:
@@ -55,8 +75,10 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
         count=np.array([op.count for op in ops], float),
         flops=np.array([op.flops for op in ops], float),
         bytes_total=np.array([op.bytes_total for op in ops], float),
+        bytes_read=np.array([op.bytes_read for op in ops], float),
         trace_bytes_per_element=np.array([DTYPE_BYTES.get(op.dtype, 0.0) for op in ops], float),
         gemm_like=np.isin(op_class, GEMM_LIKE),
+        norm=np.array([is_norm(op.op) for op in ops], bool),
         autocast_fp32=np.isin(name, list(AUTOCAST_FP32_OPS)),
         recurrent=np.array([any(m in op.op.lower() for m in RECURRENT_MARKERS) for op in ops],
                            bool),
@@ -75,16 +97,29 @@ def _forward_weight_share(prof: ModelProfile, ops: OpArrays) -> float:
     return min(0.9, prof.memory.weights_bytes / gemm_bytes)
 
 
+def traced_in_16_bit(prof: ModelProfile) -> bool:
+    return prof.compute_dtype in ("bfloat16", "float16")
+
+
 def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarray:
-    """Per-op multiplier from traced bytes to bytes at ``precision`` (module docstring of
-    :mod:`aiadvisor.costmodel.precision` explains the rules)."""
+    """Per-op multiplier from traced bytes to bytes at ``precision`` (the rules are in the
+    docstring of :mod:`aiadvisor.costmodel.precision`)."""
     trace = np.where(ops.trace_bytes_per_element > 0, ops.trace_bytes_per_element, 1.0)
-    convertible = ops.trace_bytes_per_element > 0
     gemm = np.full(len(ops), GEMM_ACT_BYTES[precision]) / trace
-    memory = np.full(len(ops), MEMORY_ACT_BYTES[precision]) / trace
-    if MEMORY_ACT_BYTES[precision] < 4.0:
-        # Autocast FP32 ops read 16-bit inputs and write FP32 outputs: ~3 bytes per element.
-        memory = np.where(ops.autocast_fp32, np.maximum(memory, 3.0 / trace), memory)
+    if traced_in_16_bit(prof):
+        # The trace already ran under autocast: its FP32 ops (norms, residual stream, casts)
+        # stay as traced for any 16-bit-or-narrower target; an FP32 target widens the 16-bit
+        # ops and needs no casts.
+        if MEMORY_ACT_BYTES[precision] >= 4.0:
+            memory = np.where(ops.name == "aten._to_copy", 0.0, 4.0 / trace)
+        else:
+            memory = np.ones(len(ops))
+            gemm = np.where(trace == 2.0, gemm, 1.0)
+    else:
+        memory = np.full(len(ops), MEMORY_ACT_BYTES[precision]) / trace
+        if MEMORY_ACT_BYTES[precision] < 4.0 and prof.mode == "train":
+            # Autocast FP32 ops read 16-bit inputs and write FP32 outputs: ~3 bytes per element.
+            memory = np.where(ops.autocast_fp32, np.maximum(memory, 3.0 / trace), memory)
     factor = np.where(ops.gemm_like, gemm, memory)
     if prof.mode == "infer" and WEIGHT_BYTES[precision] < GEMM_ACT_BYTES[precision]:
         # Weight-only / 8-bit formats: the weight part of forward GEMM bytes shrinks further.
@@ -92,20 +127,24 @@ def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarra
         mixed = ((1 - share) * GEMM_ACT_BYTES[precision] + share * WEIGHT_BYTES[precision]) / trace
         factor = np.where(ops.gemm_like & (ops.phase == "forward"), mixed, factor)
     factor = np.where(ops.phase == "optimizer", 1.0, factor)
-    return np.where(convertible, factor, 1.0)
+    return np.where(ops.trace_bytes_per_element > 0, factor, 1.0)
+
+
+#: Extra memory traffic of autocast training per byte of forward-GEMM operands in an FP32 trace:
+#: each operand is cast to 16 bit before its GEMM (read 4 + write 2 bytes per element = 1.5x its
+#: FP32 bytes) and the 16-bit gradients are cast back for the FP32 residual stream and master
+#: weights (another 1.5x). Bf16 traces of GPT-2, BERT-base and HF GPT-2 (eager attention) moved
+#: 2.7, 2.7 and 4.2x those bytes more than half their FP32 memory-bound traffic.
+AMP_CAST_FACTOR = 3.0
 
 
 def amp_cast_bytes(prof: ModelProfile, ops: OpArrays, precision: str) -> float:
-    """Bytes of the weight casts autocast adds to an FP32-traced training step in 16 bit.
-
-    Forward casts each FP32 weight to 16 bit (read 4 + write 2 bytes per element); backward
-    turns the 16-bit weight gradient into the FP32 ``.grad`` (read 2 + write 4): 3x the FP32
-    weight bytes per step. A profile traced under autocast already contains these casts.
-    """
-    traced_fp32 = prof.compute_dtype == "float32" and prof.param_dtype == "float32"
-    if prof.mode != "train" or not traced_fp32 or MEMORY_ACT_BYTES[precision] >= 4.0:
+    """Bytes of the casts autocast adds to an FP32-traced training step in 16 bit (or 8 bit);
+    a profile traced under autocast already contains them."""
+    if prof.mode != "train" or traced_in_16_bit(prof) or MEMORY_ACT_BYTES[precision] >= 4.0:
         return 0.0
-    return 3.0 * prof.memory.weights_bytes * (prof.num_trainable_params / max(prof.num_params, 1))
+    fwd = ops.gemm_like & (ops.phase == "forward") & (ops.trace_bytes_per_element == 4.0)
+    return AMP_CAST_FACTOR * float(ops.bytes_read[fwd].sum())
 
 
 @dataclass(frozen=True)
@@ -121,6 +160,7 @@ class DeviceWork:
     op_class: np.ndarray
     phase: np.ndarray
     attention_core: np.ndarray
+    norm: np.ndarray
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
@@ -142,15 +182,15 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     flops_pc = ops.flops / safe_count / size_split
     bytes_pc = ops.bytes_total * factors / safe_count / size_split
     divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
-    op_class, phase, attn = ops.op_class, ops.phase, ops.attention_core
+    op_class, phase, attn, norm = ops.op_class, ops.phase, ops.attention_core, ops.norm
     if extra_bytes > 0:
-        # Every device casts its own weights (1/(tp pp) of them), whatever dp is.
-        calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()) / pp, 1.0)
+        calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()), 1.0)
         flops_pc = np.append(flops_pc, 0.0)
-        bytes_pc = np.append(bytes_pc, extra_bytes / (tp * pp) / calls)
-        count = np.append(count, calls)
+        bytes_pc = np.append(bytes_pc, extra_bytes / calls / (dp * tp * micro))
+        count = np.append(count, calls * micro / pp)
         divisor = np.append(divisor, 1.0)
         op_class = np.append(op_class, "memory")
         phase = np.append(phase, "forward")
         attn = np.append(attn, False)
-    return DeviceWork(flops_pc, bytes_pc, count, divisor, op_class, phase, attn)
+        norm = np.append(norm, False)
+    return DeviceWork(flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm)

@@ -51,8 +51,9 @@ class StepParts:
         return self.compute_s + self.memory_s + self.overhead_s + self.communication_s
 
 
-def table_keys(op_class: np.ndarray, matrix_engine: bool) -> np.ndarray:
-    """The efficiency table of each op: GEMM-like ops by engine; everything else memory-bound.
+def table_keys(op_class: np.ndarray, norm: np.ndarray, matrix_engine: bool) -> np.ndarray:
+    """The efficiency table of each op: GEMM-like ops by engine; memory-bound ops as
+    normalisations/reductions (``norm``: two passes, lower efficiency) or elementwise.
 
     Attention has no training data of its own: it uses the GEMM curve of its engine. Convolutions
     on tensor cores use the tensor-core GEMM curve (no tensor-core conv data).
@@ -60,7 +61,8 @@ def table_keys(op_class: np.ndarray, matrix_engine: bool) -> np.ndarray:
     gemm = "gemm/tensor" if matrix_engine else "gemm/simt"
     conv = "gemm/tensor" if matrix_engine else "conv/simt"
     return np.select([np.isin(op_class, ("gemm", "attention")), op_class == "conv",
-                      op_class == "embedding"], [gemm, conv, "embedding/any"], "memory/any")
+                      op_class == "embedding", norm],
+                     [gemm, conv, "embedding/any", "norm/any"], "elementwise/any")
 
 
 def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
@@ -72,11 +74,12 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
     f1, f2 = op_features(work.flops_per_call / work.feature_divisor,
                          work.bytes_per_call / work.feature_divisor, peak, devs.bw_gbs)
     y = np.zeros((len(QUANTILES),) + f1.shape)
-    for engine in (False, True):
-        rows = devs.matrix_engine[:, 0] == engine
+    for engine, low_power in ((False, False), (False, True), (True, False), (True, True)):
+        rows = (devs.matrix_engine[:, 0] == engine) & (devs.low_power[:, 0] == low_power)
         if not rows.any():
             continue
-        keys = table_keys(work.op_class, engine)
+        base_keys = table_keys(work.op_class, work.norm, engine)
+        keys = np.array([model.table_key(k, low_power=low_power) for k in base_keys])
         for key in np.unique(keys):
             cols = keys == key
             table = model.table(key)

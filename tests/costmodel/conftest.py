@@ -15,7 +15,8 @@ from aiadvisor.costmodel.model import (
 from aiadvisor.costmodel.training import GRID
 from aiadvisor.schema import HardwareSpec, MemoryBreakdown, ModelProfile, OpRecord
 
-TABLE_KEYS = ("gemm/simt", "gemm/tensor", "conv/simt", "memory/any", "embedding/any")
+TABLE_KEYS = ("gemm/simt", "gemm/tensor", "conv/simt", "elementwise/any", "norm/any",
+              "embedding/any")
 
 
 def make_spec(**overrides) -> HardwareSpec:

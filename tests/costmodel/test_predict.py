@@ -70,10 +70,42 @@ def test_precision_converts_memory_bound_bytes(spec, exact_model):
     assert fp32.step_time_s == pytest.approx(1e-3 + 4e-6, rel=1e-6)
     assert bf16.step_time_s == pytest.approx(0.5e-3 + 4e-6, rel=1e-6)
     assert bf16.bound == "memory"
-    # LayerNorm stays fp32 under autocast: reads bf16, writes fp32 -> 3/4 of the fp32 bytes.
-    ln = predict(add_profile("aten.native_layer_norm"), hardware=spec, precision="bf16",
-                 model=exact_model)
+    # Training under autocast keeps LayerNorm in fp32: reads bf16, writes fp32 -> 3/4 of the
+    # fp32 bytes (no GEMM, so no casts are added).
+    ln = predict(add_profile("aten.native_layer_norm", mode="train"), hardware=spec,
+                 precision="bf16", model=exact_model)
     assert ln.step_time_s == pytest.approx(0.75e-3 + 4e-6, rel=1e-6)
+
+
+def test_autocast_training_adds_casts_of_gemm_operands(spec, exact_model):
+    # fp32 trace, one forward GEMM reading 1e9 bytes (compute 1e12 / 1e15 = 1 ms at bf16, its
+    # bf16 bytes 0.75e9 / 3e12 = 0.25 ms: compute bound). Autocast casts its operands and the
+    # gradients back: 3 x 1e9 bytes of extra traffic = 1 ms at 3000 GB/s, one launch.
+    prof = make_profile([op("aten.mm", "gemm", "forward", flops=1e12, bytes_read=1e9,
+                            bytes_written=5e8)], mode="train", num_params=0, weights_bytes=0)
+    pred = predict(prof, hardware=spec, precision="bf16", model=exact_model)
+    assert pred.compute_s == pytest.approx(1e-3, rel=1e-9)
+    assert pred.memory_s == pytest.approx(3e9 / 3e12, rel=1e-9)
+    assert pred.step_time_s == pytest.approx(2e-3 + 8e-6, rel=1e-9)
+    # No casts when predicting fp32 or inference (inference in bf16 stores bf16 weights).
+    assert predict(prof, hardware=spec, precision="fp32", model=exact_model).memory_s == 0
+
+
+def test_profile_traced_in_bf16_keeps_its_bytes(spec, exact_model):
+    # Traced under autocast: a bf16 add (1.5 GB), an fp32 LayerNorm (3 GB) and a cast
+    # (0.6 GB). Predicting bf16 keeps every byte: 5.1e9 / 3e12 = 1.7 ms + 3 launches.
+    ops = [op("aten.add", "memory", "forward", bytes_read=1e9, bytes_written=5e8,
+              dtype="bfloat16"),
+           op("aten.native_layer_norm", "memory", "forward", bytes_read=2e9, bytes_written=1e9),
+           op("aten._to_copy", "memory", "forward", bytes_read=4e8, bytes_written=2e8,
+              dtype="bfloat16")]
+    prof = make_profile(ops, mode="train", compute_dtype="bfloat16", precision="bf16")
+    bf16 = predict(prof, hardware=spec, precision="bf16", model=exact_model)
+    assert bf16.step_time_s == pytest.approx(5.1e9 / 3e12 + 12e-6, rel=1e-9)
+    # fp32: the add doubles to 3 GB, the LayerNorm stays 3 GB, the cast disappears (its launch
+    # stays): 6e9 / 3e12 = 2 ms.
+    fp32 = predict(prof, hardware=spec, precision="fp32", model=exact_model)
+    assert fp32.step_time_s == pytest.approx(6e9 / 3e12 + 12e-6, rel=1e-9)
 
 
 def test_learned_efficiency_slows_the_roofline_and_brackets_it(spec):

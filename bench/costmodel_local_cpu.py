@@ -1,0 +1,114 @@
+"""Predicted vs measured step time on the attached CPU (``hardware="local"``).
+
+Six small models of different kinds (encoder, decoder, CNN, ViT, LSTM, MLP), each in training
+(forward, backward, AdamW step) and inference (forward under ``no_grad``). The device is
+benchmarked first (``detect(benchmark=True, refresh=True)``: matmul throughput per size, memory
+bandwidth, per-op overhead), then each model is profiled with ``measure=True`` (median of real
+steps on copies of the model) and predicted with ``aa.predict(prof, hardware="local")``.
+Side by side: measured, predicted (P10-P90), the plain roofline on the same measured figures
+and the APE of each. Goal: MAPE <= 20 %.
+
+The machine may be shared: the benchmark and the steps are timed close together, and the
+spread between repeated runs is printed. Usage: ``python bench/costmodel_local_cpu.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def build_models():
+    """(name, model, inputs) of the six kinds, small enough for a 2-core CPU."""
+    import torch
+    from torch import nn
+    from transformers import BertConfig, BertModel, ViTConfig, ViTForImageClassification
+
+    from aiadvisor import examples
+
+    torch.manual_seed(0)
+    out = []
+    bert = BertModel(BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4,
+                                num_attention_heads=4, intermediate_size=1024,
+                                max_position_embeddings=256), add_pooling_layer=False)
+    out.append(("encoder (BERT 4x256)", bert, torch.randint(0, 8192, (8, 128))))
+    gpt, ids = examples.build("tiny-gpt", batch_size=8, seq_len=256)
+    out.append(("decoder (GPT 4x256)", gpt, ids))
+    cnn, images = examples.build("cnn", batch_size=64)
+    out.append(("CNN (3 conv blocks)", cnn, images))
+    vit = ViTForImageClassification(ViTConfig(image_size=64, patch_size=8, hidden_size=192,
+                                              num_hidden_layers=4, num_attention_heads=3,
+                                              intermediate_size=768, num_labels=10))
+    out.append(("ViT (4x192, 64px)", vit, torch.randn(16, 3, 64, 64)))
+
+    class LSTMClassifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(8192, 256)
+            self.lstm = nn.LSTM(256, 512, num_layers=2, batch_first=True)
+            self.head = nn.Linear(512, 10)
+
+        def forward(self, ids):
+            out, _ = self.lstm(self.embed(ids))
+            return self.head(out[:, -1])
+
+    out.append(("LSTM (2x512)", LSTMClassifier(), torch.randint(0, 8192, (16, 64))))
+    mlp, x = examples.build("mlp", batch_size=512)
+    out.append(("MLP (784-1024-1024-10)", mlp, x))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import aiadvisor as aa
+    from aiadvisor.costmodel import predict
+    from aiadvisor.costmodel.model import load_model
+    from aiadvisor.hardware import detect
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=7, help="measured steps per model")
+    args = parser.parse_args(argv)
+    spec = detect(benchmark=True, refresh=True, progress=False)
+    print(f"device: {spec.name}: fp32 {spec.fp32_tflops * 1e3:.1f} GFLOP/s (best measured "
+          f"matmul), {spec.memory_bw_gbs:.1f} GB/s, {spec.launch_overhead_us:.1f} us per op")
+    exact = _flat_model(load_model())
+    # Baseline: the same measured peak, bandwidth and per-op overhead, efficiency 1 everywhere.
+    unmeasured = dataclasses.replace(spec, measured=False)
+    print(f"{'model':24s} {'mode':5s} {'measured':>9s} {'predicted (P10-P90)':>27s} "
+          f"{'APE':>6s} {'roofline':>9s} {'APE':>6s}")
+    apes, roof_apes = [], []
+    for name, model, inputs in build_models():
+        for mode in ("train", "infer"):
+            prof = aa.profile(model, inputs, mode=mode, optimizer="adamw", measure=True,
+                              measure_steps=args.steps, scaling=False)
+            meas = prof.measured_step_time_s
+            pred = predict(prof, hardware=spec, precision="fp32")
+            roof = predict(prof, hardware=unmeasured, precision="fp32", model=exact).step_time_s
+            ape, roof_ape = abs(pred.step_time_s / meas - 1), abs(roof / meas - 1)
+            apes.append(ape)
+            roof_apes.append(roof_ape)
+            print(f"{name:24s} {mode:5s} {meas * 1e3:8.1f}ms {pred.step_time_s * 1e3:8.1f}ms "
+                  f"({pred.low_s * 1e3:6.1f}-{pred.high_s * 1e3:6.1f}) {ape:6.1%} "
+                  f"{roof * 1e3:8.1f}ms {roof_ape:6.1%}")
+    print(f"MAPE learned/calibrated {np.mean(apes):.1%} (median {np.median(apes):.1%}, P90 "
+          f"{np.percentile(apes, 90):.1%}); plain roofline on measured peaks "
+          f"{np.mean(roof_apes):.1%}. Goal <= 20 %.")
+    return 0
+
+
+def _flat_model(model):
+    """The same model with every efficiency 1: the roofline baseline."""
+    tables = {k: dataclasses.replace(t, p10=t.p10 * 0, p50=t.p50 * 0, p90=t.p90 * 0,
+                                     median_log_slowdown=0.0)
+              for k, t in model.tables.items()}
+    return dataclasses.replace(model, tables=tables)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
