@@ -34,6 +34,7 @@ from aiadvisor.costmodel.model import EfficiencyTable
 from aiadvisor.costmodel.training import (
     GRID,
     fit_table,
+    harness_for,
     load_op_rows,
     log_ratio_summary,
     weighted_median,
@@ -54,10 +55,9 @@ def logo_table(rows, family: str, *, power_split: bool = True) -> list[dict]:
         train = part[(part.gpu != gpu) & ((part.table == key) | (not power_split))]
         if train.empty:
             continue
+        # fit_table picks its shrink weight by an inner leave-one-GPU-out over the training GPUs.
         table = EfficiencyTable.from_dict(key, GRID, fit_table(train, quantiles=False))
-        same_source = train[train.source == test.source.iloc[0]]
-        harness_s = float(np.median(same_source.groupby("gpu").harness_s.first()))
-        roof_s = test.roofline_s.to_numpy() + harness_s
+        roof_s = test.roofline_s.to_numpy() + harness_for(train, test)
         learned_s = roof_s * np.exp(table.log_slowdown(test.f1, test.f2))
         const_s = roof_s * np.exp(weighted_median(train.y, train.roofline_s))
         meas_s = test.latency_s.to_numpy()

@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(model, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
     sizes = {k: t["num_rows"] for k, t in model["tables"].items()}
-    print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB); rows per table: {sizes}; "
-          f"grid vs trees {model['provenance']['grid_vs_trees_abs_error_log']} (log units)")
+    shrink = {k: t["shrink_lambda"] for k, t in model["tables"].items()}
+    print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)\nrows per table: {sizes}\n"
+          f"shrink weight of the learned curve per table (leave-one-GPU-out): {shrink}")
     return 0
 
 

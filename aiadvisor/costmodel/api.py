@@ -10,10 +10,17 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
-from .devices import device_arrays, familiarity
+from .devices import SpecColumns, device_arrays, familiarity
 from .model import EfficiencyModel, load_model
 from .ops import OpArrays, op_arrays
-from .precision import MEASURED_PRECISIONS, check_precision, gemm_peak_tflops
+from .precision import (
+    DTYPE_BYTES,
+    GEMM_ACT_BYTES,
+    MEASURED_PRECISIONS,
+    MEMORY_ACT_BYTES,
+    check_precision,
+    gemm_peak_tflops,
+)
 from .predict import StepParts, step_parts
 
 #: MFU band of large dense transformers trained on datacenter GPUs (cost_model.md section 3.3:
@@ -68,17 +75,24 @@ def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> Parallel
     return parallel
 
 
+_CURVES: dict[tuple[str, str, str], list | None] = {}
+
+
 def _measured_curves(spec: HardwareSpec, precision: str):
-    """Per-size matmul throughput of the attached device when ``spec`` is its benchmark."""
+    """Per-size matmul throughput of the attached device when ``spec`` is its benchmark (read
+    once per process from the benchmark cache)."""
     if not spec.measured:
         return None
-    try:
-        from ..hardware import benchmark
+    key = (spec.name, spec.notes, precision)
+    if key not in _CURVES:
+        try:
+            from ..hardware import benchmark
 
-        curve = benchmark(progress=False).curve("fp32" if precision == "tf32" else precision)
-    except Exception:  # noqa: BLE001 - a failed benchmark falls back to the learned curves
-        return None
-    return curve or None
+            curve = benchmark(progress=False).curve("fp32" if precision == "tf32" else precision)
+        except Exception:  # noqa: BLE001 - a failed benchmark falls back to the learned curves
+            curve = None
+        _CURVES[key] = curve or None
+    return _CURVES[key]
 
 
 def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
@@ -129,6 +143,14 @@ def _mfu_note(prof: ModelProfile, spec: HardwareSpec, precision: str, mfu: float
         return None
     return (f"Predicted MFU {mfu:.0%} is outside the {lo:.0%}-{hi:.0%} band published for large "
             "dense transformers on datacenter GPUs: treat this prediction with caution.")
+
+
+def _conversion_note(prof: ModelProfile, precision: str) -> str | None:
+    traced = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
+    if traced == GEMM_ACT_BYTES[precision] == MEMORY_ACT_BYTES[precision]:
+        return None
+    return (f"Traced in {prof.compute_dtype}; bytes converted to {precision} by element size "
+            "(estimated; profile with precision=" f"{precision!r} to trace the real casts).")
 
 
 def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str = "bf16",
@@ -187,6 +209,9 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
                  "overhead": float(parts.overhead_s[1, 0])}
     mfu = float(_mfu(prof, step_s, gemm_peak_tflops(spec, precision), parallel.num_devices))
     all_notes = list(notes) + parts.notes
+    conversion = _conversion_note(prof, precision)
+    if conversion:
+        all_notes.append(conversion)
     mfu_note = _mfu_note(prof, spec, precision, mfu)
     if mfu_note:
         all_notes.append(mfu_note)
@@ -249,7 +274,9 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
 
             check_choice("precision", p, PRECISIONS)
     model = model or load_model()
-    parts = [_table_for_precision(prof, list(specs), p, parallel, model) for p in precisions]
+    specs = list(specs)
+    cols = SpecColumns.of(specs)
+    parts = [_table_for_precision(prof, specs, cols, p, parallel, model) for p in precisions]
     parts = [p for p in parts if p is not None]
     if not parts:
         return pd.DataFrame(columns=TABLE_COLUMNS)
@@ -262,13 +289,15 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
                  "communication_s", "overhead_s", "mfu"]
 
 
-def _table_for_precision(prof, specs, precision, parallel, model) -> dict | None:
+def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
     supports it."""
-    specs = [s for s in specs if gemm_peak_tflops(s, precision)]
-    if not specs:
+    keep = np.array([bool(gemm_peak_tflops(s, precision)) for s in specs])
+    if not keep.any():
         return None
-    devs = device_arrays(specs, precision, model)
+    specs = [s for s, k in zip(specs, keep) if k]
+    cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
+    devs = device_arrays(specs, precision, model, cols)
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS)
     total = parts.total_s

@@ -35,19 +35,45 @@ def launch_s(spec: HardwareSpec) -> float:
     return us * 1e-6
 
 
-def shrink_weights(specs: Sequence[HardwareSpec], model: EfficiencyModel, key: str,
+@dataclass(frozen=True)
+class SpecColumns:
+    """Per-spec figures that do not depend on the precision, computed once per device list."""
+
+    log_bw: np.ndarray
+    nvidia: np.ndarray
+    trusted: np.ndarray
+    """GPUs, or devices benchmarked here: the learned curves may apply."""
+    vector_peak_tflops: np.ndarray
+    bw_gbs: np.ndarray
+    launch_s: np.ndarray
+    low_power: np.ndarray
+    interconnect_gbs: np.ndarray
+
+    @classmethod
+    def of(cls, specs: Sequence[HardwareSpec]) -> SpecColumns:
+        bw = np.array([s.memory_bw_gbs or 1.0 for s in specs], float)
+        return cls(
+            log_bw=np.log10(bw), nvidia=np.array([s.vendor.upper() == "NVIDIA" for s in specs]),
+            trusted=np.array([s.kind == "gpu" or s.measured for s in specs]),
+            vector_peak_tflops=np.array([vector_peak_tflops(s) for s in specs], float),
+            bw_gbs=bw, launch_s=np.array([launch_s(s) for s in specs], float),
+            low_power=np.array([s.tdp_w is not None and s.tdp_w <= LOW_POWER_TDP_W
+                                for s in specs]),
+            interconnect_gbs=np.array([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS
+                                       for s in specs], float),
+        )
+
+
+def shrink_weights(cols: SpecColumns, model: EfficiencyModel, key: str,
                    peak_tflops: np.ndarray) -> np.ndarray:
     """How much of the learned curve to trust on each spec (1 = fully, 0 = class median)."""
     table = model.table(key)
     log_peak = np.log10(np.asarray(peak_tflops, float))
-    log_bw = np.log10(np.array([s.memory_bw_gbs or 1.0 for s in specs], float))
     (p_lo, p_hi), (b_lo, b_hi) = table.peak_log10_range, table.bw_log10_range
-    d = (np.maximum.reduce([np.zeros_like(log_peak), p_lo - log_peak, log_peak - p_hi])
-         + np.maximum.reduce([np.zeros_like(log_bw), b_lo - log_bw, log_bw - b_hi]))
+    d = (np.maximum(np.maximum(p_lo - log_peak, log_peak - p_hi), 0.0)
+         + np.maximum(np.maximum(b_lo - cols.log_bw, cols.log_bw - b_hi), 0.0))
     w = np.exp(-d / SHRINK_SCALE_DECADES)
-    nvidia = np.array([s.vendor.upper() == "NVIDIA" for s in specs])
-    trusted = np.array([s.kind == "gpu" or s.measured for s in specs])
-    return np.where(trusted, np.where(nvidia, w, w / 2), 0.0)
+    return np.where(cols.trusted, np.where(cols.nvidia, w, w / 2), 0.0)
 
 
 @dataclass(frozen=True)
@@ -67,34 +93,35 @@ class DeviceArrays:
     """Vendor per-device interconnect figure (both directions added), GB/s."""
 
 
-def device_arrays(specs: Sequence[HardwareSpec], precision: str,
-                  model: EfficiencyModel) -> DeviceArrays:
-    """Arrays for ``specs`` at ``precision`` (every spec must support it)."""
+def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: EfficiencyModel,
+                  cols: SpecColumns | None = None) -> DeviceArrays:
+    """Arrays for ``specs`` at ``precision`` (every spec must support it); ``cols`` may carry
+    the precision-independent columns already computed for the same specs."""
+    cols = cols or SpecColumns.of(specs)
     gemm = np.array([gemm_peak_tflops(s, precision) for s in specs], float)
-    vector = np.array([vector_peak_tflops(s) for s in specs], float)
     matrix = np.array([uses_matrix_engine(s, precision) for s in specs], bool)
     shrink = {}
     for key in model.tables:
-        peaks = gemm if key.startswith(("gemm/", "conv/")) else vector
-        shrink[key] = shrink_weights(specs, model, key, peaks)[:, None]
-    low_power = np.array([s.tdp_w is not None and s.tdp_w <= LOW_POWER_TDP_W for s in specs])
-    col = lambda a: np.asarray(a, float)[:, None]
+        peaks = gemm if key.startswith(("gemm/", "conv/")) else cols.vector_peak_tflops
+        shrink[key] = shrink_weights(cols, model, key, peaks)[:, None]
     return DeviceArrays(
-        specs=tuple(specs), gemm_peak_tflops=col(gemm), vector_peak_tflops=col(vector),
-        bw_gbs=col([s.memory_bw_gbs or 1.0 for s in specs]),
-        launch_s=col([launch_s(s) for s in specs]), matrix_engine=matrix[:, None],
-        low_power=low_power[:, None], shrink=shrink,
-        interconnect_gbs=col([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS for s in specs]),
+        specs=tuple(specs), gemm_peak_tflops=gemm[:, None],
+        vector_peak_tflops=cols.vector_peak_tflops[:, None], bw_gbs=cols.bw_gbs[:, None],
+        launch_s=cols.launch_s[:, None], matrix_engine=matrix[:, None],
+        low_power=cols.low_power[:, None], shrink=shrink,
+        interconnect_gbs=cols.interconnect_gbs[:, None],
     )
 
 
 def familiarity(devs: DeviceArrays, model: EfficiencyModel) -> np.ndarray:
-    """Mean shrink weight (D,) of the GEMM and memory tables each device actually uses: how
-    close it is to the measured devices (1 = inside their range)."""
+    """Mean shrink weight (D,) of the GEMM and elementwise tables each device actually uses:
+    how close it is to the measured devices (1 = inside their range)."""
     out = np.zeros(len(devs.specs))
-    for d in range(len(devs.specs)):
-        low = bool(devs.low_power[d, 0])
-        gemm = "gemm/tensor" if devs.matrix_engine[d, 0] else "gemm/simt"
-        keys = [model.table_key(gemm, low_power=low), model.table_key("elementwise/any", low_power=low)]
-        out[d] = np.mean([devs.shrink[k][d, 0] for k in keys])
+    for engine in (False, True):
+        for low in (False, True):
+            rows = (devs.matrix_engine[:, 0] == engine) & (devs.low_power[:, 0] == low)
+            if rows.any():
+                gemm = model.table_key("gemm/tensor" if engine else "gemm/simt", low_power=low)
+                mem = model.table_key("elementwise/any", low_power=low)
+                out[rows] = (devs.shrink[gemm][rows, 0] + devs.shrink[mem][rows, 0]) / 2
     return out

@@ -65,10 +65,18 @@ def table_keys(op_class: np.ndarray, norm: np.ndarray, matrix_engine: bool) -> n
                      [gemm, conv, "embedding/any", "norm/any"], "elementwise/any")
 
 
+def _model_keys(model: EfficiencyModel, base_keys: np.ndarray, low_power: bool) -> np.ndarray:
+    """Each op's table in ``model`` (the power-limited variant where one applies)."""
+    if not low_power:
+        return base_keys
+    mapping = {k: model.table_key(k, low_power=True) for k in np.unique(base_keys)}
+    return np.array([mapping[k] for k in base_keys])
+
+
 def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
-                  *, measured_precision: bool, curves=None) -> tuple[np.ndarray, np.ndarray]:
+                  *, measured_precision: bool) -> tuple[np.ndarray, np.ndarray]:
     """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), and the
-    per-op peak (D, N). Devices with a measured matmul curve use it for GEMM-like ops."""
+    per-op peak (D, N)."""
     gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
     peak = np.where(gemm_like[None, :], devs.gemm_peak_tflops, devs.vector_peak_tflops)
     f1, f2 = op_features(work.flops_per_call / work.feature_divisor,
@@ -78,8 +86,7 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
         rows = (devs.matrix_engine[:, 0] == engine) & (devs.low_power[:, 0] == low_power)
         if not rows.any():
             continue
-        base_keys = table_keys(work.op_class, work.norm, engine)
-        keys = np.array([model.table_key(k, low_power=low_power) for k in base_keys])
+        keys = _model_keys(model, table_keys(work.op_class, work.norm, engine), low_power)
         for key in np.unique(keys):
             cols = keys == key
             table = model.table(key)
@@ -90,41 +97,50 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
             learned = table.log_slowdowns(f1[sub], f2[sub])
             value = w * learned + (1 - w) * table.median_log_slowdown
             y[(slice(None),) + sub] = value + spread * _QUANTILE_SIGN[:, None, None]
-    if curves:
-        _apply_curves(y, work, devs, gemm_like, curves)
     return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak
 
 
-def _apply_curves(y, work, devs, gemm_like, curves) -> None:
-    """Benchmarked devices: GEMM efficiency = measured matmul TFLOP/s at the op's size over the
-    measured peak (interpolated in log FLOPs, flat beyond the measured sizes); memory-bound ops
-    run at the measured streaming bandwidth (no learned slow-down). P10/P90: +-15 %."""
-    for d, curve in enumerate(curves):
-        if not curve:
-            continue
-        sizes = np.log([2.0 * n**3 for n, _ in curve])
-        frac = np.array([t for _, t in curve]) / max(t for _, t in curve)
-        flops = np.maximum(work.flops_per_call / work.feature_divisor, 1.0)
-        eff = np.interp(np.log(flops), sizes, frac)
-        base = np.where(gemm_like, -np.log(np.maximum(eff, 1e-3)), 0.0)
-        for qi, delta in enumerate((-np.log(1.15), 0.0, np.log(1.15))):
-            y[qi, d, :] = base + delta
+#: Benchmarked devices: spread of the P10/P90 around the curve-based prediction.
+MEASURED_SPREAD = np.log(1.15)
+
+
+def _curve_slowdowns(curve, work: DeviceWork) -> np.ndarray:
+    """log(peak / achieved) of GEMM-like ops from a measured matmul curve ``[(n, tflops)]``:
+    achieved TFLOP/s at the op's size (2 n^3 FLOPs), interpolated in log FLOPs and flat beyond
+    the measured sizes, over the best measured figure (the spec's peak)."""
+    sizes = np.log([2.0 * n**3 for n, _ in curve])
+    frac = np.array([t for _, t in curve]) / max(t for _, t in curve)
+    flops = np.maximum(work.flops_per_call / work.feature_divisor, 1.0)
+    return -np.log(np.maximum(np.interp(np.log(flops), sizes, frac), 1e-3))
 
 
 def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
              measured_precision: bool, curves=None) -> dict[str, np.ndarray]:
-    """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each."""
-    y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision,
-                            curves=curves)
-    slow = np.exp(y)
-    compute_s = work.flops_per_call / (peak * 1e12)
-    memory_s = work.bytes_per_call / (devs.bw_gbs * 1e9)
-    body = np.maximum(compute_s, memory_s) * slow * work.count
+    """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each.
+
+    Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``):
+    ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak, bandwidth and per-op
+    overhead and the GEMM efficiency ``eff`` read off the measured matmul curve (P10/P90 +-15 %).
+    """
+    y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision)
+    y_compute = y_memory = y_launch = y
+    if curves and any(curves):
+        y_compute, y_memory, y_launch = y.copy(), y.copy(), y.copy()
+        gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
+        for d, curve in enumerate(curves):
+            if curve:
+                base = np.where(gemm_like, _curve_slowdowns(curve, work), 0.0)
+                y_compute[:, d, :] = base + MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
+                y_memory[:, d, :] = MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
+                y_launch[:, d, :] = 0.0
+    compute_s = work.flops_per_call / (peak * 1e12) * np.exp(y_compute)
+    memory_s = work.bytes_per_call / (devs.bw_gbs * 1e9) * np.exp(y_memory)
     compute_bound = compute_s >= memory_s
+    body = np.maximum(compute_s, memory_s) * work.count
     return {
         "compute": np.where(compute_bound, body, 0.0),
         "memory": np.where(compute_bound, 0.0, body),
-        "overhead": devs.launch_s * slow * work.count,
+        "overhead": devs.launch_s * np.exp(y_launch) * work.count,
     }
 
 

@@ -178,7 +178,14 @@ def load_op_rows(opdata_dir):
     import pandas as pd
 
     opdata = Path(opdata_dir)
-    rows = pd.concat([_neusight_rows(opdata), _vidur_rows(opdata)], ignore_index=True)
+    vidur = _vidur_rows(opdata)
+    # Vidur's norms, activations, rotary and residual adds are custom fused kernels (vLLM-style)
+    # timed as kernel time only; on the same chips they reach 0.35-0.6 of the bandwidth where
+    # PyTorch's own kernels (NeuSight, what aiadvisor's users run) reach 0.6-0.9. Pooling the
+    # two made every memory-bound curve worse on held-out GPUs (bench/costmodel_ops_logo.py), so
+    # memory-bound tables use NeuSight only; Vidur keeps GEMMs and the embedding gather.
+    vidur = vidur[vidur.op_class.isin(["gemm", "embedding"])]
+    rows = pd.concat([_neusight_rows(opdata), vidur], ignore_index=True)
     rows = rows[np.isfinite(rows.flops) & np.isfinite(rows.bytes) & (rows.latency_s > 0)]
     dev = rows.gpu.map(TRAINING_DEVICES)
     tensor = rows.group.eq("tensor").to_numpy()
@@ -223,18 +230,77 @@ def tabulate(reg, grid: Grid = GRID) -> np.ndarray:
     return np.clip(pred, 0.0, MAX_LOG_SLOWDOWN)
 
 
-def weighted_median(values, weights) -> float:
+def weighted_quantile(values, weights, q: float) -> float:
     order = np.argsort(values)
     cum = np.cumsum(np.asarray(weights, float)[order])
-    return float(np.asarray(values, float)[order][np.searchsorted(cum, cum[-1] / 2)])
+    return float(np.asarray(values, float)[order][np.searchsorted(cum, cum[-1] * q)])
 
 
-def fit_table(rows, *, quantiles: bool = True, grid: Grid = GRID) -> dict:
-    """Fit one table (P50, and P10/P90 if ``quantiles``) and return its JSON-able dict."""
-    p50 = tabulate(fit_regressor(rows), grid)
+def weighted_median(values, weights) -> float:
+    return weighted_quantile(values, weights, 0.5)
+
+
+#: Candidate weights of the learned curve against the class constant.
+SHRINK_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def harness_for(train, test) -> float:
+    """The timing floor to assume for ``test``'s GPU: the median floor of the training GPUs
+    measured the same way (nothing measured on the held-out GPU is used)."""
+    same = train[train.source == test.source.iloc[0]]
+    same = same if len(same) else train
+    return float(np.median(same.groupby("gpu").harness_s.first()))
+
+
+def choose_shrink(rows) -> float:
+    """How far to trust the learned curve over the class constant, by leave-one-GPU-out.
+
+    For each GPU of the table, the curve is fitted on the others and the held-out GPU predicted
+    as ``c + lam * (f - c)`` (``c`` the others' median slow-down); the ``lam`` in
+    :data:`SHRINK_GRID` with the lowest median (over GPUs) mean APE wins. 1 with one GPU.
+    """
+    devices = sorted(rows.gpu.unique())
+    if len(devices) < 2:
+        return 1.0
+    scores = {lam: [] for lam in SHRINK_GRID}
+    for gpu in devices:
+        train, test = rows[rows.gpu != gpu], rows[rows.gpu == gpu]
+        learned = np.clip(fit_regressor(train).predict(test[["f1", "f2"]].to_numpy()), 0,
+                          MAX_LOG_SLOWDOWN)
+        const = weighted_median(train.y, train.roofline_s)
+        roof = test.roofline_s.to_numpy() + harness_for(train, test)
+        meas = test.latency_s.to_numpy()
+        for lam in SHRINK_GRID:
+            pred = roof * np.exp(const + lam * (learned - const))
+            scores[lam].append(float(np.mean(np.abs(pred / meas - 1))))
+    return min(SHRINK_GRID, key=lambda lam: (np.median(scores[lam]), -lam))
+
+
+def fit_table(rows, *, quantiles: bool = True, shrink: float | None = None,
+              grid: Grid = GRID) -> dict:
+    """Fit one table (P50, and P10/P90 if ``quantiles``) and return its JSON-able dict.
+
+    The shipped curve is ``c_q + lam * (f_q - c_q)`` per quantile q, ``c_q`` the class's
+    weighted quantile and ``lam`` chosen by :func:`choose_shrink` unless given.
+    """
+    lam = choose_shrink(rows) if shrink is None else shrink
+    # Weighted by roofline time (how much an op should matter), not measured time (which would
+    # favour the slowest, least efficient measurements).
+    weights = rows.roofline_s.to_numpy()
+    centre = {q: weighted_quantile(rows.y, weights, q) for q in (0.1, 0.5, 0.9)}
+
+    def curve(quantile):
+        c = centre[0.5 if quantile is None else quantile]
+        return c + lam * (tabulate(fit_regressor(rows, quantile=quantile), grid) - c)
+
+    reg = fit_regressor(rows)
+    grid_table = tabulate(reg, grid)
+    trees = np.clip(reg.predict(rows[["f1", "f2"]].to_numpy()), 0.0, MAX_LOG_SLOWDOWN)
+    on_grid = grid.interpolate(grid_table, rows.f1.to_numpy(), rows.f2.to_numpy())
+    p50 = np.clip(centre[0.5] + lam * (grid_table - centre[0.5]), 0.0, MAX_LOG_SLOWDOWN)
     if quantiles:
-        p10 = np.minimum(tabulate(fit_regressor(rows, quantile=0.1), grid), p50)
-        p90 = np.maximum(tabulate(fit_regressor(rows, quantile=0.9), grid), p50)
+        p10 = np.clip(np.minimum(curve(0.1), p50), 0.0, MAX_LOG_SLOWDOWN)
+        p90 = np.clip(np.maximum(curve(0.9), p50), 0.0, MAX_LOG_SLOWDOWN)
     else:
         p10 = p90 = p50
     peaks = np.log10(rows.peak_tflops.to_numpy())
@@ -243,9 +309,11 @@ def fit_table(rows, *, quantiles: bool = True, grid: Grid = GRID) -> dict:
         "p10": np.round(p10, 3).ravel().tolist(),
         "p50": np.round(p50, 3).ravel().tolist(),
         "p90": np.round(p90, 3).ravel().tolist(),
-        # Weighted by roofline time (how much an op should matter), not measured time (which
-        # would favour the slowest, least efficient measurements).
-        "median_log_slowdown": round(weighted_median(rows.y, rows.roofline_s), 4),
+        "median_log_slowdown": round(centre[0.5], 4),
+        "shrink_lambda": lam,
+        # How closely the grid follows the trees at the training rows (log units): the grid is
+        # coarser than the trees' splits, so it smooths them; benchmarks evaluate the grid.
+        "grid_vs_trees_p90": round(float(np.percentile(np.abs(on_grid - trees), 90)), 4),
         "peak_log10_range": [round(float(peaks.min()), 4), round(float(peaks.max()), 4)],
         "bw_log10_range": [round(float(bws.min()), 4), round(float(bws.max()), 4)],
         "devices": sorted(rows.gpu.unique().tolist()),
@@ -312,23 +380,6 @@ def fit_collectives(coll) -> dict:
 
 # -- the whole model -------------------------------------------------------------------------
 
-def grid_error(rows, tables: dict) -> dict:
-    """|grid interpolation - trees| over the training rows (log units), for provenance.
-
-    The grid is coarser than the trees' splits, so it smooths them; the benchmarks evaluate the
-    grid, i.e. exactly what ships."""
-    from .model import EfficiencyTable
-
-    errors = []
-    for key, part in rows.groupby("table"):
-        table = EfficiencyTable.from_dict(key, GRID, tables[key])
-        trees = np.clip(fit_regressor(part).predict(part[["f1", "f2"]].to_numpy()), 0,
-                        MAX_LOG_SLOWDOWN)
-        errors.append(np.abs(table.log_slowdown(part.f1, part.f2) - trees))
-    errors = np.concatenate(errors)
-    return {"p50": round(float(np.median(errors)), 4), "p90": round(float(np.percentile(errors, 90)), 4)}
-
-
 def build_model(opdata_dir, *, provenance: dict | None = None) -> dict:
     """Fit everything from the opdata directory and return the JSON-able model dict."""
     import sklearn
@@ -348,7 +399,6 @@ def build_model(opdata_dir, *, provenance: dict | None = None) -> dict:
             "hyperparameters": HGB_PARAMS,
             "training_devices": {k: vars(d) for k, d in TRAINING_DEVICES.items()},
             "num_rows": len(rows),
-            "grid_vs_trees_abs_error_log": grid_error(rows, tables),
             **(provenance or {}),
         },
     }

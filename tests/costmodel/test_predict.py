@@ -303,3 +303,29 @@ def test_predict_table_over_catalog_has_every_supported_pair():
     table = predict_table(gemm_profile(), precisions=["bf16", "fp8"])
     expected = sum(bool(gemm_peak_tflops(s, p)) for s in all_specs() for p in ("bf16", "fp8"))
     assert len(table) == expected and table.step_time_s.gt(0).all()
+
+
+def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
+    # A benchmarked CPU: best matmul 0.1 TFLOP/s (at n=1024), 0.02 at n=128; 10 GB/s; 5 us/op.
+    from aiadvisor.costmodel import api
+
+    curve = [(128, 0.02), (1024, 0.1)]
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: curve)
+    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
+                    bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
+                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    big = make_profile([op("aten.mm", "gemm", "forward", flops=2 * 1024**3,
+                           bytes_read=8 * 1024**2, bytes_written=4 * 1024**2)])
+    # 2.147e9 FLOPs at the full 0.1 TFLOP/s = 21.47 ms (> 12.6 MB / 10 GB/s = 1.26 ms), + 5 us.
+    pred = predict(big, hardware=cpu, precision="fp32")
+    assert pred.step_time_s == pytest.approx(2 * 1024**3 / 1e11 + 5e-6, rel=1e-9)
+    assert pred.confidence == "medium" and pred.low_s < pred.step_time_s < pred.high_s
+    # A 128^3 matmul runs at 0.02 of 0.1: efficiency 0.2 -> 4.194e6 / 2e10 = 209.7 us; its
+    # 196.6 kB take 19.7 us; + 5 us launch (not slowed).
+    small = make_profile([op("aten.mm", "gemm", "forward", flops=2 * 128**3,
+                             bytes_read=8 * 128**2, bytes_written=4 * 128**2)])
+    pred = predict(small, hardware=cpu, precision="fp32")
+    assert pred.step_time_s == pytest.approx(2 * 128**3 / 2e10 + 5e-6, rel=1e-9)
+    # Memory-bound ops run at the measured bandwidth: 3 GB / 10 GB/s = 0.3 s + 5 us.
+    pred = predict(add_profile(), hardware=cpu, precision="fp32")
+    assert pred.step_time_s == pytest.approx(0.3 + 5e-6, rel=1e-9)
