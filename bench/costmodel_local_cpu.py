@@ -8,8 +8,9 @@ steps on copies of the model) and predicted with ``aa.predict(prof, hardware="lo
 Side by side: measured, predicted (P10-P90), the plain roofline on the same measured figures
 and the APE of each. Goal: MAPE <= 20 %.
 
-The machine may be shared: the benchmark and the steps are timed close together, and the
-spread between repeated runs is printed. Usage: ``python bench/costmodel_local_cpu.py``.
+The machine may be shared: everything (device benchmark included) is repeated ``--rounds``
+times, medians are compared, and the spread of the measured steps between rounds is printed.
+Usage: ``python bench/costmodel_local_cpu.py`` (about two minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -73,32 +74,44 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=7, help="measured steps per model")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="benchmark + measure everything this many times; medians reported")
     args = parser.parse_args(argv)
-    spec = detect(benchmark=True, refresh=True, progress=False)
-    print(f"device: {spec.name}: fp32 {spec.fp32_tflops * 1e3:.1f} GFLOP/s (best measured "
-          f"matmul), {spec.memory_bw_gbs:.1f} GB/s, {spec.launch_overhead_us:.1f} us per op")
     exact = _flat_model(load_model())
-    # Baseline: the same measured peak, bandwidth and per-op overhead, efficiency 1 everywhere.
-    unmeasured = dataclasses.replace(spec, measured=False)
-    print(f"{'model':24s} {'mode':5s} {'measured':>9s} {'predicted (P10-P90)':>27s} "
-          f"{'APE':>6s} {'roofline':>9s} {'APE':>6s}")
+    models = build_models()
+    results: dict[tuple[str, str], list[tuple[float, float, float, float, float]]] = {}
+    for r in range(args.rounds):
+        spec = detect(benchmark=True, refresh=True, progress=False)
+        # Baseline: the same measured peak, bandwidth and per-op overhead, efficiency 1.
+        unmeasured = dataclasses.replace(spec, measured=False)
+        print(f"round {r + 1}: {spec.name}: fp32 {spec.fp32_tflops * 1e3:.1f} GFLOP/s (best "
+              f"measured matmul), {spec.memory_bw_gbs:.1f} GB/s, {spec.launch_overhead_us:.1f} "
+              "us per op", flush=True)
+        for name, model, inputs in models:
+            for mode in ("train", "infer"):
+                prof = aa.profile(model, inputs, mode=mode, optimizer="adamw", measure=True,
+                                  measure_steps=args.steps, scaling=False)
+                pred = predict(prof, hardware=spec, precision="fp32")
+                roof = predict(prof, hardware=unmeasured, precision="fp32", model=exact)
+                results.setdefault((name, mode), []).append(
+                    (prof.measured_step_time_s, pred.step_time_s, pred.low_s, pred.high_s,
+                     roof.step_time_s))
+    print(f"\n{'model':24s} {'mode':5s} {'measured':>9s} {'predicted (P10-P90)':>27s} "
+          f"{'APE':>6s} {'roofline':>9s} {'APE':>6s} {'meas. spread':>12s}")
     apes, roof_apes = [], []
-    for name, model, inputs in build_models():
-        for mode in ("train", "infer"):
-            prof = aa.profile(model, inputs, mode=mode, optimizer="adamw", measure=True,
-                              measure_steps=args.steps, scaling=False)
-            meas = prof.measured_step_time_s
-            pred = predict(prof, hardware=spec, precision="fp32")
-            roof = predict(prof, hardware=unmeasured, precision="fp32", model=exact).step_time_s
-            ape, roof_ape = abs(pred.step_time_s / meas - 1), abs(roof / meas - 1)
-            apes.append(ape)
-            roof_apes.append(roof_ape)
-            print(f"{name:24s} {mode:5s} {meas * 1e3:8.1f}ms {pred.step_time_s * 1e3:8.1f}ms "
-                  f"({pred.low_s * 1e3:6.1f}-{pred.high_s * 1e3:6.1f}) {ape:6.1%} "
-                  f"{roof * 1e3:8.1f}ms {roof_ape:6.1%}")
+    for (name, mode), runs in results.items():
+        meas, pred, low, high, roof = (float(np.median(c)) for c in zip(*runs))
+        spread = (max(r[0] for r in runs) - min(r[0] for r in runs)) / meas
+        ape, roof_ape = abs(pred / meas - 1), abs(roof / meas - 1)
+        apes.append(ape)
+        roof_apes.append(roof_ape)
+        print(f"{name:24s} {mode:5s} {meas * 1e3:8.1f}ms {pred * 1e3:8.1f}ms "
+              f"({low * 1e3:6.1f}-{high * 1e3:6.1f}) {ape:6.1%} {roof * 1e3:8.1f}ms "
+              f"{roof_ape:6.1%} {spread:11.0%}")
     print(f"MAPE learned/calibrated {np.mean(apes):.1%} (median {np.median(apes):.1%}, P90 "
           f"{np.percentile(apes, 90):.1%}); plain roofline on measured peaks "
-          f"{np.mean(roof_apes):.1%}. Goal <= 20 %.")
+          f"{np.mean(roof_apes):.1%}. Goal <= 20 %. Medians over {args.rounds} rounds; "
+          "'meas. spread' = (max - min) / median of the measured step over the rounds.")
     return 0
 
 

@@ -11,6 +11,7 @@ from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .devices import SpecColumns, device_arrays, familiarity
+from .facts import matmul_fraction
 from .model import EfficiencyModel, load_model
 from .ops import OpArrays, op_arrays
 from .precision import (
@@ -20,6 +21,7 @@ from .precision import (
     MEMORY_ACT_BYTES,
     check_precision,
     gemm_peak_tflops,
+    uses_matrix_engine,
 )
 from .predict import StepParts, step_parts
 
@@ -198,6 +200,10 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     parts, measured = _parts(prof, spec, precision, parallel, model)
     w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
+    fraction = matmul_fraction(spec)
+    if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
+        notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "
+                     f"this device ({fraction:.0%} of its BF16 peak; MAMF table).")
     return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes)
 
 

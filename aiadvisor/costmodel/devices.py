@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import HardwareSpec
+from .facts import matmul_log_adjustment
 from .model import LOW_POWER_TDP_W, EfficiencyModel
 from .precision import gemm_peak_tflops, uses_matrix_engine, vector_peak_tflops
 
@@ -48,6 +49,8 @@ class SpecColumns:
     launch_s: np.ndarray
     low_power: np.ndarray
     interconnect_gbs: np.ndarray
+    matmul_adjust: np.ndarray
+    """Log slow-down of tensor-core GEMMs from published achievable-matmul fractions."""
 
     @classmethod
     def of(cls, specs: Sequence[HardwareSpec]) -> SpecColumns:
@@ -61,6 +64,8 @@ class SpecColumns:
                                 for s in specs]),
             interconnect_gbs=np.array([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS
                                        for s in specs], float),
+            matmul_adjust=np.array([0.0 if s.measured else matmul_log_adjustment(s)
+                                    for s in specs], float),
         )
 
 
@@ -91,6 +96,7 @@ class DeviceArrays:
     shrink: dict[str, np.ndarray]
     interconnect_gbs: np.ndarray
     """Vendor per-device interconnect figure (both directions added), GB/s."""
+    matmul_adjust: np.ndarray
 
 
 def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: EfficiencyModel,
@@ -110,6 +116,7 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
         launch_s=cols.launch_s[:, None], matrix_engine=matrix[:, None],
         low_power=cols.low_power[:, None], shrink=shrink,
         interconnect_gbs=cols.interconnect_gbs[:, None],
+        matmul_adjust=np.where(matrix, cols.matmul_adjust, 0.0)[:, None],
     )
 
 

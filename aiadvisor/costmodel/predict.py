@@ -97,6 +97,8 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
             learned = table.log_slowdowns(f1[sub], f2[sub])
             value = w * learned + (1 - w) * table.median_log_slowdown
             y[(slice(None),) + sub] = value + spread * _QUANTILE_SIGN[:, None, None]
+    # Published achievable-matmul fractions (facts.py) move GEMM-like ops on matrix engines.
+    y = y + np.where(gemm_like[None, :], devs.matmul_adjust, 0.0)
     return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak
 
 

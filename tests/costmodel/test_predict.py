@@ -329,3 +329,19 @@ def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
     # Memory-bound ops run at the measured bandwidth: 3 GB / 10 GB/s = 0.3 s + 5 us.
     pred = predict(add_profile(), hardware=cpu, precision="fp32")
     assert pred.step_time_s == pytest.approx(0.3 + 5e-6, rel=1e-9)
+
+
+def test_published_matmul_fraction_slows_gemms_on_mi300x(exact_model):
+    # MAMF: MI300X reaches 668.4 of 1307.4 BF16 TFLOP/s (51.1 %); the GEMM curve's GPUs reach
+    # (271.2/312 + 794.5/989.4) / 2 = 83.6 %: its GEMMs take 0.836 / 0.511 = 1.636x longer than
+    # on an otherwise identical device without a published figure.
+    mi300x = make_spec(name="AMD Instinct MI300X", vendor="AMD", bf16_tflops=1307.4)
+    twin = make_spec(name="Unlisted AMD GPU", vendor="AMD", bf16_tflops=1307.4)
+    a = predict(gemm_profile(), hardware=mi300x, precision="bf16", model=exact_model)
+    b = predict(gemm_profile(), hardware=twin, precision="bf16", model=exact_model)
+    expected = (271.2 / 312 + 794.5 / 989.4) / 2 / (668.4 / 1307.4)
+    assert a.step_time_s / b.step_time_s == pytest.approx(expected, rel=1e-9)
+    assert any("achievable-matmul" in n for n in a.notes)
+    # Memory-bound ops are unaffected.
+    assert predict(add_profile(), hardware=mi300x, precision="bf16", model=exact_model) \
+        .step_time_s == pytest.approx(0.5e-3 + 4e-6, rel=1e-9)
