@@ -110,8 +110,11 @@ def _curve_slowdowns(curve, work: DeviceWork) -> np.ndarray:
     """log(peak / achieved) of GEMM-like ops from a measured matmul curve ``[(n, tflops)]``:
     achieved TFLOP/s at the op's size (2 n^3 FLOPs), interpolated in log FLOPs and flat beyond
     the measured sizes, over the best measured figure (the spec's peak)."""
+    curve = sorted(curve)
     sizes = np.log([2.0 * n**3 for n, _ in curve])
-    frac = np.array([t for _, t in curve]) / max(t for _, t in curve)
+    # A bigger square matmul never runs at a lower rate on an idle device: a dip between sizes
+    # is timing noise (a shared machine), so the curve is made non-decreasing.
+    frac = np.maximum.accumulate(np.array([t for _, t in curve]) / max(t for _, t in curve))
     flops = np.maximum(work.flops_per_call / work.feature_divisor, 1.0)
     return -np.log(np.maximum(np.interp(np.log(flops), sizes, frac), 1e-3))
 
