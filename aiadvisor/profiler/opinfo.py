@@ -12,7 +12,6 @@ aten = torch.ops.aten
 
 # Ops that only read metadata: never recorded (the same list FlopCounterMode skips).
 METADATA_OPS = {
-    aten.sym_is_contiguous.default if hasattr(aten, "sym_is_contiguous") else aten.is_contiguous.default,
     aten.is_contiguous.default,
     aten.is_contiguous.memory_format,
     aten.is_strides_like_format.default,
@@ -29,6 +28,8 @@ METADATA_OPS = {
     torch.ops.prim.layout.default,
     torch.ops.prim.device.default,
 }
+if hasattr(aten, "sym_is_contiguous"):  # newer PyTorch releases
+    METADATA_OPS.add(aten.sym_is_contiguous.default)
 
 # Ops that return a view or alias: no data moves, so no bytes and no new storage.
 VIEW_PACKETS = {

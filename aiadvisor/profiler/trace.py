@@ -5,7 +5,7 @@ user's parameters, their ``.grad`` and buffers are never written."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -35,7 +35,6 @@ class TraceResult:
     block_output_bytes: int = 0
     compute_dtype: str = "float32"
     real_batch_size: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def model_device(model: nn.Module) -> torch.device:
