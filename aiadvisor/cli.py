@@ -4,6 +4,7 @@
 ``aiadvisor report --model gpt2 ...``    the same for a built-in example model
 ``aiadvisor profile --model ...``        only the profile (FLOPs, bytes, memory per module)
 ``aiadvisor hardware``                   the hardware catalog and the attached device
+``aiadvisor calibrate``                  benchmark the attached device op by op (cached)
 ``aiadvisor models``                     the built-in example models
 """
 
@@ -46,6 +47,13 @@ def _build_parser() -> argparse.ArgumentParser:
     prof = sub.add_parser("profile", help="profile only (FLOPs, bytes, memory)")
     _add_model_options(prof, default_model="tiny-gpt")
     hardware_cli.add_arguments(sub.add_parser("hardware", help="hardware catalog and device"))
+    calibrate = sub.add_parser(
+        "calibrate", help="time matmuls, bandwidth and an op grid on the attached device; "
+        "hardware='local' predictions use the result")
+    calibrate.add_argument("--refresh", action="store_true",
+                           help="measure again instead of reusing the cached result")
+    calibrate.add_argument("--output", metavar="PATH", help="also write the figures as JSON")
+    calibrate.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("models", help="list the built-in example models")
     return parser
 
@@ -88,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .hardware import cli as hardware_cli
 
             return hardware_cli.run(args)
+        if args.command == "calibrate":
+            from .hardware import cli as hardware_cli
+
+            return hardware_cli.run_calibrate(args)
         if args.command == "models":
             from . import examples
 

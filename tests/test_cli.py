@@ -41,3 +41,25 @@ def test_large_examples_are_built_on_the_meta_device():
 def test_seq_longer_than_positions_is_rejected():
     with pytest.raises(examples.InvalidArgumentError, match="at most 1024"):
         examples.build("gpt2", seq_len=4096)
+
+
+def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_path):
+    import functools
+    import json
+
+    from aiadvisor.hardware import bench
+
+    small = {"sizes": (32,), "precisions": ("fp32",), "bandwidth_bytes": 2**16,
+             "min_time_s": 0.001, "op_elements": (2**10,)}
+    monkeypatch.setattr(bench, "benchmark", functools.partial(bench.benchmark,
+                                                              cache_dir=tmp_path, **small))
+    out_file = tmp_path / "calibration.json"
+    assert cli.main(["calibrate", "--quiet", "--output", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert "matmul fp32 GFLOP/s  n=32:" in out and "per-op overhead" in out
+    assert "gelu_backward" in out and "bernoulli_" in out
+    assert "optimizer adamw:" in out and "us per tensor" in out
+    data = json.loads(out_file.read_text(encoding="utf-8"))
+    # 23 memory-bound ops at one size + 6 linear shapes x (forward, backward).
+    assert len(data["ops"]) == 23 + 12 and len(data["optimizer"]) == 9
+    assert data["config"]["op_elements"] == [2**10]

@@ -12,6 +12,7 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .devices import SpecColumns, device_arrays, familiarity
 from .facts import matmul_fraction
+from .local import LocalCalibration
 from .model import EfficiencyModel, load_model
 from .ops import OpArrays, op_arrays
 from .precision import (
@@ -77,24 +78,31 @@ def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> Parallel
     return parallel
 
 
-_CURVES: dict[tuple[str, str, str], list | None] = {}
+_CURVES: dict[tuple, tuple[object, LocalCalibration | None]] = {}
 
 
-def _measured_curves(spec: HardwareSpec, precision: str):
-    """Per-size matmul throughput of the attached device when ``spec`` is its benchmark (read
-    once per process from the benchmark cache)."""
+def _measured_curves(spec: HardwareSpec, precision: str) -> LocalCalibration | None:
+    """The measurements behind ``spec`` when it is a benchmark of the attached device: its
+    matmul curve at ``precision`` and its op-grid curves (the benchmark that produced ``spec``
+    in this process, else the cached one; each read once per process)."""
     if not spec.measured:
         return None
-    key = (spec.name, spec.notes, precision)
+    from ..hardware.bench import measurement_for
+
+    result = measurement_for(spec)
+    key = (id(result) if result is not None else None, spec.name, spec.notes, precision)
     if key not in _CURVES:
         try:
-            from ..hardware import benchmark
+            if result is None:
+                from ..hardware import benchmark
 
-            curve = benchmark(progress=False).curve("fp32" if precision == "tf32" else precision)
+                result = benchmark(progress=False)
+            cal = LocalCalibration.from_benchmark(result, precision)
         except Exception:  # noqa: BLE001 - a failed benchmark falls back to the learned curves
-            curve = None
-        _CURVES[key] = curve or None
-    return _CURVES[key]
+            cal = None
+        # The result is kept with its calibration so that its id is not reused.
+        _CURVES[key] = (result, cal if cal is not None and (cal.matmul or cal.curves) else None)
+    return _CURVES[key][1]
 
 
 def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
@@ -102,7 +110,9 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     notes = []
     if measured:
         level = "medium"
-        notes.append("Calibrated with this device's own matmul and bandwidth benchmark.")
+        notes.append("Calibrated with this device's own benchmark: matmul throughput per size, "
+                     "memory bandwidth and per-op overhead, and where timed, each op's and "
+                     "optimizer step's measured time per size (FP32).")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "
@@ -124,11 +134,11 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
 
 def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool]:
     devs = device_arrays([spec], precision, model)
-    curves = _measured_curves(spec, precision)
+    cal = _measured_curves(spec, precision)
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
-                       curves=[curves] if curves else None)
-    return parts, bool(curves)
+                       curves=[cal] if cal else None)
+    return parts, cal is not None
 
 
 def _mfu(prof: ModelProfile, step_s, peak_tflops, num_devices):

@@ -151,6 +151,8 @@ def amp_cast_bytes(prof: ModelProfile, ops: OpArrays, precision: str) -> float:
 class DeviceWork:
     """One device's op work after a parallel split: per-call sizes, call counts and flags."""
 
+    name: np.ndarray
+    """Aten name of each op (``"amp.cast"`` for the appended AMP casts)."""
     flops_per_call: np.ndarray
     bytes_per_call: np.ndarray
     count: np.ndarray
@@ -182,15 +184,17 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     flops_pc = ops.flops / safe_count / size_split
     bytes_pc = ops.bytes_total * factors / safe_count / size_split
     divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
-    op_class, phase, attn, norm = ops.op_class, ops.phase, ops.attention_core, ops.norm
+    name, op_class, phase, attn, norm = (ops.name, ops.op_class, ops.phase, ops.attention_core,
+                                         ops.norm)
     if extra_bytes > 0:
         calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()), 1.0)
         flops_pc = np.append(flops_pc, 0.0)
         bytes_pc = np.append(bytes_pc, extra_bytes / calls / (dp * tp * micro))
         count = np.append(count, calls * micro / pp)
         divisor = np.append(divisor, 1.0)
+        name = np.append(name, "amp.cast")
         op_class = np.append(op_class, "memory")
         phase = np.append(phase, "forward")
         attn = np.append(attn, False)
         norm = np.append(norm, False)
-    return DeviceWork(flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm)
+    return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm)

@@ -14,6 +14,7 @@ import numpy as np
 from ..estimate.collectives import bubble_fraction, collective_time_s, exposed_time_s
 from ..schema import ModelProfile, ParallelConfig
 from .devices import DeviceArrays
+from .local import LocalCalibration, op_family
 from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import DeviceWork, OpArrays, amp_cast_bytes, byte_factors, device_work
 from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
@@ -119,22 +120,36 @@ def _curve_slowdowns(curve, work: DeviceWork) -> np.ndarray:
     return -np.log(np.maximum(np.interp(np.log(flops), sizes, frac), 1e-3))
 
 
+def _calibration(item) -> LocalCalibration | None:
+    """A device's calibration: a LocalCalibration, a bare matmul curve ``[(n, tflops)]``, or
+    None."""
+    if item is None or isinstance(item, LocalCalibration):
+        return item
+    return LocalCalibration(matmul=list(item)) if len(item) else None
+
+
 def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
              measured_precision: bool, curves=None) -> dict[str, np.ndarray]:
     """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each.
 
-    Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``):
-    ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak, bandwidth and per-op
-    overhead and the GEMM efficiency ``eff`` read off the measured matmul curve (P10/P90 +-15 %).
+    Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``: one
+    :class:`~aiadvisor.costmodel.local.LocalCalibration`, bare matmul curve or None per device):
+    GEMM-like ops take ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak,
+    bandwidth and per-op overhead and the GEMM efficiency ``eff`` read off the measured matmul
+    curve; ops and optimizer steps the device's op grid timed (by name or family) take the
+    measured time at their size; the rest the roofline on the measured figures (P10/P90 +-15 %).
     """
     y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision)
     y_compute = y_memory = y_launch = y
-    if curves and any(curves):
+    cals = [_calibration(c) for c in curves] if curves else []
+    if any(c is not None for c in cals):
         y_compute, y_memory, y_launch = y.copy(), y.copy(), y.copy()
         gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
-        for d, curve in enumerate(curves):
-            if curve:
-                base = np.where(gemm_like, _curve_slowdowns(curve, work), 0.0)
+        for d, cal in enumerate(cals):
+            if cal is not None:
+                curve = cal.matmul
+                base = (np.where(gemm_like, _curve_slowdowns(curve, work), 0.0) if curve
+                        else y[1, d, :])
                 y_compute[:, d, :] = base + MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
                 y_memory[:, d, :] = MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
                 y_launch[:, d, :] = 0.0
@@ -142,11 +157,43 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
     memory_s = work.bytes_per_call / (devs.bw_gbs * 1e9) * np.exp(y_memory)
     compute_bound = compute_s >= memory_s
     body = np.maximum(compute_s, memory_s) * work.count
-    return {
+    parts = {
         "compute": np.where(compute_bound, body, 0.0),
         "memory": np.where(compute_bound, 0.0, body),
         "overhead": devs.launch_s * np.exp(y_launch) * work.count,
     }
+    for d, cal in enumerate(cals):
+        if cal is not None and (cal.curves or cal.optimizer):
+            _measured_op_times(parts, d, cal, work, float(devs.launch_s[d, 0]))
+    return parts
+
+
+def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibration,
+                       work: DeviceWork, launch: float) -> None:
+    """Overwrite device ``d``'s times of the ops its calibration timed (in place)."""
+    # Recurrent layers run seq_len small GEMMs a call: they keep the matmul curve at the step size.
+    families = np.array([None if div > 1 else op_family(n, c, ph) for n, c, ph, div in
+                         zip(work.name, work.op_class, work.phase, work.feature_divisor)],
+                        dtype=object)
+    total = cal.op_seconds(work.name, families, work.bytes_per_call,
+                           work.flops_per_call) * work.count
+    for i in np.flatnonzero(work.op_class == "optimizer"):
+        t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
+                                  float(work.flops_per_call[i] * work.count[i]))
+        if t is not None:
+            total[i] = t
+    hit = np.isfinite(total)
+    if not hit.any():
+        return
+    overhead = np.minimum(launch * work.count, total)
+    body = (total - overhead)[None, :] * np.exp(MEASURED_SPREAD * _QUANTILE_SIGN)[:, None]
+    compute = hit & np.isin(work.op_class, ("attention", "gemm"))
+    memory = hit & ~compute
+    parts["compute"][:, d, compute] = body[:, compute]
+    parts["compute"][:, d, memory] = 0.0
+    parts["memory"][:, d, memory] = body[:, memory]
+    parts["memory"][:, d, compute] = 0.0
+    parts["overhead"][:, d, hit] = overhead[hit]
 
 
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):

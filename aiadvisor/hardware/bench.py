@@ -1,5 +1,7 @@
 """Microbenchmarks of the attached device: matmul throughput per precision over a few sizes,
-memory bandwidth (copy and add of large tensors) and per-op launch overhead (a tiny op).
+memory bandwidth (copy and add of large tensors), per-op launch overhead (a tiny op) and, unless
+``ops=False``, the op-level calibration of :mod:`aiadvisor.hardware.calibrate` (time-vs-size of
+the non-GEMM ops models spend time in, and optimizer steps).
 
 Results are cached as JSON in the user cache directory, keyed by device name, backend and torch
 version, with the date and library versions; the next call reuses them unless the requested
@@ -26,17 +28,30 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec
+from .calibrate import (
+    ATTENTION_SEQ,
+    CPU_ELEMENTS,
+    GPU_ELEMENTS,
+    LINEAR_SHAPES,
+    OpPoint,
+    OptimizerPoint,
+    linear_points,
+    op_points,
+    optimizer_points,
+)
 
 __all__ = [
     "BandwidthPoint",
     "BenchmarkResult",
     "MatmulPoint",
+    "OpPoint",
+    "OptimizerPoint",
     "benchmark",
     "cache_directory",
     "text_progress",
 ]
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
            "fp16": "fp16_tflops"}
@@ -83,6 +98,10 @@ class BenchmarkResult:
     """Precisions not measured, with the reason (e.g. no native bf16 on this CPU)."""
     num_threads: int | None = None
     duration_s: float = 0.0
+    ops: tuple[OpPoint, ...] = ()
+    """Op-level calibration points (empty when run with ``ops=False``)."""
+    optimizer: tuple[OptimizerPoint, ...] = ()
+    """Timed optimizer steps (empty when run with ``ops=False``)."""
     from_cache: bool = False
     cache_path: str | None = None
 
@@ -121,6 +140,8 @@ class BenchmarkResult:
         data = dict(data)
         data["matmul"] = tuple(MatmulPoint(**p) for p in data["matmul"])
         data["bandwidth"] = tuple(BandwidthPoint(**p) for p in data["bandwidth"])
+        data["ops"] = tuple(OpPoint(**p) for p in data.get("ops", ()))
+        data["optimizer"] = tuple(OptimizerPoint(**p) for p in data.get("optimizer", ()))
         return cls(**data, **extra)
 
     def apply_to(self, spec: HardwareSpec) -> HardwareSpec:
@@ -130,14 +151,37 @@ class BenchmarkResult:
         if bandwidth is not None:
             measured["memory_bw_gbs"] = bandwidth
         names = ", ".join(f"{p} matmul" for p in self.precisions)
+        if self.ops:
+            names += (f", an op grid ({len(self.ops)} timings of {len({p.op for p in self.ops})}"
+                      " ops)")
         note = (f"MEASURED on this device {self.date[:10]} (torch {self.torch_version}, "
                 f"{self.backend}): {names}, memory bandwidth and launch overhead; other columns "
                 "are datasheet/catalog figures.")
         if self.skipped:
             note += " Not measured: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items())
             note += "."
-        return dataclasses.replace(spec, measured=True, launch_overhead_us=self.launch_overhead_us,
-                                   notes=f"{note} {spec.notes}".strip(), **measured)
+        applied = dataclasses.replace(spec, measured=True,
+                                      launch_overhead_us=self.launch_overhead_us,
+                                      notes=f"{note} {spec.notes}".strip(), **measured)
+        _APPLIED[(applied.name, applied.notes)] = self
+        return applied
+
+
+def attention_grid(elements: Sequence[int]) -> tuple[int, ...]:
+    """Attention sequence lengths timed with an op grid of ``elements``: those whose q/k/v
+    (16 heads x seq x 64) are no bigger than the largest grid tensor."""
+    return tuple(s for s in ATTENTION_SEQ if 16 * 64 * s <= max(elements))
+
+
+#: Benchmarks applied to a spec in this process, by (spec name, notes): how the cost model finds
+#: the op curves of the very measurement behind a ``hardware="local"`` spec.
+_APPLIED: dict[tuple[str, str], BenchmarkResult] = {}
+
+
+def measurement_for(spec: HardwareSpec) -> BenchmarkResult | None:
+    """The benchmark whose figures ``spec`` carries (from :meth:`BenchmarkResult.apply_to` in
+    this process), or None."""
+    return _APPLIED.get((spec.name, spec.notes))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,7 +386,8 @@ def _library_versions(torch: Any) -> dict[str, str]:
 
 
 def _resolve_config(device: Any, sizes: Sequence[int] | None, precisions: Sequence[str] | None,
-                    bandwidth_bytes: int | None, min_time_s: float
+                    bandwidth_bytes: int | None, min_time_s: float, ops: bool = True,
+                    op_elements: Sequence[int] | None = None
                     ) -> tuple[dict[str, Any], dict[str, str]]:
     on_cpu = device.backend == "cpu"
     default_precisions, skipped = _default_precisions(device)
@@ -362,14 +407,22 @@ def _resolve_config(device: Any, sizes: Sequence[int] | None, precisions: Sequen
         raise InvalidArgumentError(f"sizes={sizes!r} is not valid: expected positive integers.")
     config = {"sizes": list(sizes), "precisions": list(precisions),
               "bandwidth_bytes": int(bandwidth_bytes or (2**28 if on_cpu else 2**30)),
-              "min_time_s": float(min_time_s)}
+              "min_time_s": float(min_time_s), "ops": bool(ops)}
+    if ops:
+        elements = tuple(int(n) for n in (op_elements or (CPU_ELEMENTS if on_cpu
+                                                         else GPU_ELEMENTS)))
+        if not elements or min(elements) < 1:
+            raise InvalidArgumentError(
+                f"op_elements={elements!r} is not valid: expected positive integers.")
+        config["op_elements"] = list(elements)
     return config, skipped
 
 
 def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
               precisions: Sequence[str] | None = None, bandwidth_bytes: int | None = None,
               min_time_s: float = 0.2, refresh: bool = False,
-              cache_dir: str | os.PathLike | None = None, progress: Any = True
+              cache_dir: str | os.PathLike | None = None, progress: Any = True,
+              ops: bool = True, op_elements: Sequence[int] | None = None
               ) -> BenchmarkResult:
     """Measure the attached device (or reuse the cached measurement).
 
@@ -392,6 +445,13 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
         Cache directory (see :func:`cache_directory`).
     progress : bool or callable
         True prints a text bar to stderr; a callable gets ``(fraction, message)``.
+    ops : bool
+        Also time the op grid of :mod:`aiadvisor.hardware.calibrate` (elementwise,
+        activation, dropout-mask, normalisation, pooling, embedding and attention ops at several
+        sizes, and optimizer steps); the cost model reads these curves for ``hardware="local"``.
+        About 10 s more on a 2-core CPU.
+    op_elements : sequence of int, optional
+        Elements per tensor of that grid (default 16 K...8 M on a CPU, 64 K...64 M on a GPU).
 
     Returns
     -------
@@ -404,7 +464,8 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     from .detection import probe
 
     device = device if device is not None else probe()
-    config, skipped = _resolve_config(device, sizes, precisions, bandwidth_bytes, min_time_s)
+    config, skipped = _resolve_config(device, sizes, precisions, bandwidth_bytes, min_time_s,
+                                      ops, op_elements)
     path = _cache_file(cache_directory(cache_dir), device.name, device.backend,
                        torch.__version__)
     if not refresh:
@@ -420,6 +481,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
          report: Progress) -> BenchmarkResult:
     dev, sync = _torch_device(device.backend), _sync_fn(torch, device.backend)
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
+    if config["ops"]:
+        total_steps += (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
+                        + (len(LINEAR_SHAPES) if device.backend == "cpu" else 0) + 9)
     done = [0]
 
     def step(message: str) -> None:
@@ -435,6 +499,21 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     bandwidth = _bandwidth_points(torch, dev=dev, sync=sync, num_bytes=config["bandwidth_bytes"],
                                   min_time_s=min_time_s, step=step)
     overhead = _launch_overhead_us(torch, dev=dev, sync=sync, min_time_s=min_time_s, step=step)
+    op_pts: list[OpPoint] = []
+    opt_pts: list[OptimizerPoint] = []
+    if config["ops"]:
+        # A quarter of the matmul timing budget per point: ~70 points.
+        op_time = min_time_s / 4
+        elements = tuple(config["op_elements"])
+        op_pts, op_skipped = op_points(torch, dev=dev, sync=sync, time_op=_time_op,
+                                       elements=elements, attention_seq=attention_grid(elements),
+                                       min_time_s=op_time, step=step)
+        skipped = {**skipped, **{f"op {k}": v for k, v in op_skipped.items()}}
+        if device.backend == "cpu":  # GPU GEMMs: the matmul curve (these shapes are too small)
+            op_pts += linear_points(torch, dev=dev, sync=sync, time_op=_time_op,
+                                    min_time_s=op_time, step=step)
+        opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=_time_op,
+                                   min_time_s=op_time, step=step)
     report(1.0, f"done in {time.perf_counter() - started:.1f} s")
     return BenchmarkResult(
         device_name=device.name, backend=device.backend, torch_version=torch.__version__,
@@ -442,4 +521,5 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         library_versions=_library_versions(torch), config=config, matmul=tuple(matmul),
         bandwidth=tuple(bandwidth), launch_overhead_us=overhead, skipped=skipped,
         num_threads=torch.get_num_threads(), duration_s=time.perf_counter() - started,
+        ops=tuple(op_pts), optimizer=tuple(opt_pts),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import AIAdvisorError, check_choice
@@ -95,6 +96,61 @@ def _print_device(args: argparse.Namespace, out: TextIO) -> None:
         if value is not None:
             out.write(f"  {label}: {value:.4g} {unit}\n")
     out.write(f"  {'measured' if spec.measured else 'not measured'}: {spec.notes[:300]}\n")
+
+
+def calibration_text(result: Any) -> str:
+    """The figures of a benchmark with its op grid, as plain text (``aiadvisor calibrate``)."""
+    from ..costmodel.local import fit_optimizers
+
+    lines = [f"{result.device_name} ({result.backend}, torch {result.torch_version}, "
+             f"{result.num_threads} threads), measured {result.date}"
+             + (" (cached)" if result.from_cache else "")]
+    for precision in result.precisions:
+        curve = ", ".join(f"n={n}: {t * 1e3:.1f}" for n, t in result.curve(precision))
+        lines.append(f"  matmul {precision} GFLOP/s  {curve}")
+    lines.append("  memory bandwidth GB/s  " + ", ".join(
+        f"{p.op} {p.num_bytes / 2**20:.0f} MiB: {p.gbs:.1f}" for p in result.bandwidth))
+    lines.append(f"  per-op overhead  {result.launch_overhead_us:.1f} us")
+    if result.ops:
+        lines.append("  op grid (GB/s moved at each size; attention: GFLOP/s):")
+        by_op: dict[str, list] = {}
+        for p in result.ops:
+            by_op.setdefault(p.op, []).append(p)
+        for op, points in by_op.items():
+            cells = []
+            for p in sorted(points, key=lambda p: p.num_bytes):
+                if p.family == "attention":
+                    cells.append(f"{p.flops / 1e6:.0f} MFLOP {p.flops / p.seconds / 1e9:.1f}")
+                else:
+                    cells.append(f"{p.num_bytes / 2**20:.2f} MiB {p.num_bytes / p.seconds / 1e9:.1f}")
+            lines.append(f"    {op.removeprefix('aten.'):44s} {points[0].family:11s} "
+                         + ", ".join(cells))
+    for name, (per_tensor, per_element) in sorted(fit_optimizers(result.optimizer).items()):
+        lines.append(f"  optimizer {name}: {per_tensor * 1e6:.1f} us per tensor + "
+                     f"{per_element * 1e9:.2f} ns per element")
+    if result.skipped:
+        lines.append("  not measured: " + "; ".join(f"{k} ({v})" for k, v in
+                                                    result.skipped.items()))
+    if result.cache_path:
+        lines.append(f"  stored in {result.cache_path}")
+    return "\n".join(lines)
+
+
+def run_calibrate(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    """Run ``aiadvisor calibrate``: benchmark the attached device with its op grid, print the
+    figures and, with ``--output``, write them as JSON."""
+    import json
+
+    from .bench import benchmark
+
+    out = out or sys.stdout
+    result = benchmark(refresh=args.refresh, progress=not args.quiet)
+    out.write(calibration_text(result) + "\n")
+    if args.output:
+        Path(args.output).write_text(json.dumps(result.to_dict(), indent=1) + "\n",
+                                     encoding="utf-8")
+        out.write(f"  written to {args.output}\n")
+    return 0
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None

@@ -11,9 +11,10 @@ import pytest
 from aiadvisor.errors import InvalidArgumentError
 from aiadvisor.hardware import CpuInfo, bench, benchmark, cache_directory, detect, get
 
-# Tiny configuration so each run takes well under a second on a 2-core CPU.
+# Tiny configuration so each run takes well under a second on a 2-core CPU (the op grid is
+# tested on its own below).
 TINY = {"sizes": (16, 32), "precisions": ("fp32",), "bandwidth_bytes": 2**16,
-        "min_time_s": 0.001}
+        "min_time_s": 0.001, "ops": False}
 
 
 @pytest.fixture
@@ -135,3 +136,42 @@ def test_apply_to_keeps_unmeasured_datasheet_columns(tmp_path):
     measured = result.apply_to(get("H100"))
     assert measured.fp32_tflops == result.peak_tflops("fp32") and measured.measured
     assert measured.fp8_tflops == pytest.approx(1978.9)  # not measured: datasheet kept
+
+
+def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
+    from aiadvisor.hardware.bench import measurement_for
+
+    n1, n2 = 2**10, 2**12
+    result = benchmark(cache_dir=tmp_path, progress=False,
+                       **{**TINY, "ops": True, "op_elements": (n1, n2)})
+    by_op = {}
+    for p in result.ops:
+        if not p.family.startswith("gemm-"):
+            by_op.setdefault(p.op, []).append(p)
+        assert p.seconds > 0
+    # Every op of the grid at both sizes; no attention (16 x 64 x 64 > 4096 elements).
+    assert all(len(v) == 2 for v in by_op.values()) and len(by_op) == 23
+    assert not any(p.family == "attention" for p in result.ops)
+    # fp32: add reads two tensors and writes one (12 bytes an element), gelu reads one and
+    # writes one (8), gelu_backward reads two and writes one (12); cat of two -> 16.
+    for op_name, per_element in (("aten.add", 12), ("aten.gelu", 8), ("aten.gelu_backward", 12),
+                                 ("aten.cat", 16)):
+        assert sorted(p.num_bytes for p in by_op[op_name]) == [per_element * n1,
+                                                               per_element * n2]
+    # Linear layers on a CPU: forward (addmm) and backward (one point per mm of the pair), each
+    # 2 M K N FLOPs a call.
+    from aiadvisor.hardware.calibrate import LINEAR_SHAPES
+
+    for family in ("gemm-forward", "gemm-backward"):
+        flops = sorted(p.flops for p in result.ops if p.family == family)
+        assert flops == sorted(2.0 * m * k * n for m, k, n in LINEAR_SHAPES)
+    # AdamW, SGD with momentum and SGD, three sizes each.
+    assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
+    assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
+    # The cache round-trips the grid, and a spec made from it finds its measurement.
+    again = benchmark(cache_dir=tmp_path, progress=False,
+                      **{**TINY, "ops": True, "op_elements": (n1, n2)})
+    assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
+    spec = again.apply_to(get("H100"))
+    assert measurement_for(spec) is again
+    assert f"an op grid ({2 * 23 + 2 * len(LINEAR_SHAPES)} timings of 25 ops)" in spec.notes

@@ -1,0 +1,196 @@
+"""Op times on a benchmarked device, read off its own measurements instead of learned curves.
+
+A benchmark (:func:`aiadvisor.hardware.benchmark`) carries the matmul throughput per size and,
+with ``ops=True``, the time of a grid of other ops at several sizes and of optimizer steps
+(:mod:`aiadvisor.hardware.calibrate`). Here they become per-call time functions:
+
+* **GEMMs** (``mm``, ``addmm``, ``bmm``...): on a CPU, the timed linear-layer GEMMs of the same
+  phase (forward, or the backward pair of input and weight gradients) at the same FLOPs per
+  call; elsewhere, and for convolutions and recurrent layers, the measured matmul curve (see
+  ``predict._curve_slowdowns``).
+* **An op that was timed** (same aten name): log-log interpolation of seconds against its work
+  (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
+  time grows in proportion to the work; below the smallest it shrinks in proportion down to the
+  measured per-op overhead.
+* **An op of a timed family** (e.g. ``aten.sigmoid``: activation; ``aten.native_group_norm``:
+  norm): the median over that family's timed ops at the same work.
+* **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
+  the same optimizer (Adam uses AdamW's).
+* Anything else keeps the roofline on the measured bandwidth plus the per-op overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
+#: "memory" not listed are "elementwise"; class "embedding" is "embedding".
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "activation": ("gelu", "gelu_backward", "silu", "silu_backward", "tanh", "tanh_backward",
+                   "sigmoid", "sigmoid_backward", "exp", "log", "erf", "softplus",
+                   "softplus_backward", "elu", "elu_backward", "mish", "mish_backward",
+                   "hardswish", "hardswish_backward", "pow", "sqrt", "rsqrt", "sin", "cos",
+                   "log_sigmoid_forward", "log_sigmoid_backward"),
+    "rng": ("bernoulli_", "bernoulli", "native_dropout", "rand", "randn", "rand_like",
+            "randn_like", "uniform_", "normal_", "randint", "randperm"),
+    "norm": ("native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
+             "native_batch_norm_backward", "_native_batch_norm_legit",
+             "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training",
+             "native_group_norm", "native_group_norm_backward", "_softmax",
+             "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data",
+             "_safe_softmax", "_fused_rms_norm", "_fused_rms_norm_backward"),
+    "reduce": ("sum", "mean", "amax", "amin", "max", "min", "var", "var_mean", "std",
+               "std_mean", "argmax", "argmin", "logsumexp", "cumsum", "linalg_vector_norm",
+               "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward",
+               "nll_loss2d_backward"),
+    "pool": ("max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
+             "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
+             "max_pool3d_with_indices", "max_pool3d_with_indices_backward", "avg_pool3d",
+             "avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward"),
+    "copy": ("clone", "copy_", "_to_copy", "cat", "stack", "contiguous", "constant_pad_nd",
+             "index", "index_put_", "repeat", "flip", "roll"),
+    "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
+                  "index_add_", "scatter_add_"),
+}
+_FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
+#: Elements per FLOP count of an optimizer record (the profiler's optimizer FLOPs per element).
+OPTIMIZER_FLOPS_PER_ELEMENT = {"adamw": 14.0, "adam": 13.0, "sgd_momentum": 3.0, "sgd": 2.0}
+_OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
+                     "sgd": "sgd"}
+
+
+def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
+    """Calibration family of an op record: ``gemm-forward``/``gemm-backward`` for GEMMs, None
+    for convolutions and optimizer records."""
+    if op_class == "gemm":
+        return f"gemm-{phase}" if phase in ("forward", "backward") else None
+    if op_class in ("conv", "optimizer"):
+        return None
+    if op_class == "attention":
+        return "attention"
+    if op_class == "embedding":
+        return "embedding"
+    return _FAMILY_OF.get(name, "elementwise")
+
+
+@dataclass(frozen=True)
+class SizeCurve:
+    """Seconds per call against work (bytes or FLOPs) of one op, from timed sizes."""
+
+    log_work: np.ndarray
+    log_seconds: np.ndarray
+    floor_s: float
+    """Below the smallest size the time shrinks in proportion, never under this (the per-op
+    overhead)."""
+
+    def seconds(self, work: np.ndarray) -> np.ndarray:
+        w = np.maximum(np.asarray(work, float), 1.0)
+        lw = np.log(w)
+        inside = np.exp(np.interp(lw, self.log_work, self.log_seconds))
+        above = np.exp(self.log_seconds[-1] + lw - self.log_work[-1])
+        below = np.maximum(np.exp(self.log_seconds[0] + lw - self.log_work[0]),
+                           min(self.floor_s, np.exp(self.log_seconds[0])))
+        return np.where(lw > self.log_work[-1], above,
+                        np.where(lw < self.log_work[0], below, inside))
+
+
+@dataclass(frozen=True)
+class LocalCalibration:
+    """What a benchmark of the attached device says about op times (see the module doc)."""
+
+    matmul: list = field(default_factory=list)
+    """``[(n, tflops)]`` of square matmuls at the predicted precision."""
+    curves: dict[str, SizeCurve] = field(default_factory=dict)
+    """By aten name (``aten.gelu``), and by family for GEMMs (``gemm-forward``)."""
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Family -> timed op names of that family."""
+    optimizer: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Optimizer -> (seconds per tensor, seconds per element)."""
+    date: str = ""
+
+    @classmethod
+    def from_benchmark(cls, result, precision: str) -> LocalCalibration:
+        """From a :class:`~aiadvisor.hardware.bench.BenchmarkResult` (op curves are FP32)."""
+        matmul = result.curve("fp32" if precision == "tf32" else precision) or []
+        floor = max(float(result.launch_overhead_us), 0.0) * 1e-6
+        by_op: dict[str, list[tuple[float, float]]] = {}
+        family_ops: dict[str, list[str]] = {}
+        for p in result.ops:
+            work = p.flops if _flop_curve(p.family) else p.num_bytes
+            if work > 0 and p.seconds > 0:
+                if p.family.startswith("gemm-"):
+                    by_op.setdefault(p.family, []).append((work, p.seconds))
+                    continue
+                by_op.setdefault(p.op, []).append((work, p.seconds))
+                family_ops.setdefault(p.family, [])
+                if p.op not in family_ops[p.family]:
+                    family_ops[p.family].append(p.op)
+        curves = {op: _size_curve(pts, floor) for op, pts in by_op.items()}
+        return cls(matmul=list(matmul), curves=curves,
+                   families={k: tuple(v) for k, v in family_ops.items()},
+                   optimizer=fit_optimizers(result.optimizer), date=result.date)
+
+    def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
+                   flops_per_call: np.ndarray) -> np.ndarray:
+        """Seconds per call of each op from the op or family curves; NaN where neither was
+        measured."""
+        out = np.full(len(names), np.nan)
+        for i, (name, fam) in enumerate(zip(names, families)):
+            if fam is None:
+                continue
+            work = flops_per_call[i] if _flop_curve(fam) else bytes_per_call[i]
+            key = fam if fam.startswith("gemm-") else name
+            if key in self.curves:
+                out[i] = float(self.curves[key].seconds(work))
+            elif self.families.get(fam):
+                out[i] = float(np.median([self.curves[o].seconds(work)
+                                          for o in self.families[fam]]))
+        return out
+
+    def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
+        """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled)."""
+        opt = name.removeprefix("optimizer.")
+        fit = self.optimizer.get(_OPTIMIZER_FIT_OF.get(opt, ""))
+        if fit is None or opt not in OPTIMIZER_FLOPS_PER_ELEMENT:
+            return None
+        elements = flops / OPTIMIZER_FLOPS_PER_ELEMENT[opt]
+        return fit[0] * tensors + fit[1] * elements
+
+
+def _size_curve(points: list[tuple[float, float]], floor_s: float) -> SizeCurve:
+    """A curve through ``(work, seconds)`` points: equal works merged (geometric mean), and the
+    time made non-decreasing in the work (more work never takes less time; a dip is timing
+    noise or a shape the library handles better, which a size alone cannot tell)."""
+    merged: dict[float, list[float]] = {}
+    for work, seconds in points:
+        merged.setdefault(float(work), []).append(np.log(seconds))
+    works = sorted(merged)
+    log_s = np.maximum.accumulate(np.array([np.mean(merged[w]) for w in works]))
+    return SizeCurve(np.log(works), log_s, floor_s)
+
+
+def _flop_curve(family: str) -> bool:
+    """Families whose time is keyed on FLOPs (the rest on bytes moved)."""
+    return family == "attention" or family.startswith("gemm-")
+
+
+def fit_optimizers(points) -> dict[str, tuple[float, float]]:
+    """Least-squares ``seconds = a * tensors + b * elements`` (a, b >= 0) per optimizer."""
+    out = {}
+    names = {p.optimizer for p in points}
+    for name in names:
+        pts = [p for p in points if p.optimizer == name]
+        if len(pts) < 2:
+            continue
+        x = np.array([[p.num_tensors, p.elements] for p in pts], float)
+        y = np.array([p.seconds for p in pts], float)
+        coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+        if (coef < 0).any():  # one term only: refit the other alone, through the origin
+            col = int(np.argmax(coef))
+            best = float(x[:, col] @ y / (x[:, col] @ x[:, col]))
+            coef = np.zeros(2)
+            coef[col] = best
+        out[name] = (float(coef[0]), float(coef[1]))
+    return out

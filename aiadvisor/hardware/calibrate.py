@@ -1,0 +1,220 @@
+"""Op-level calibration of the attached device: time a fixed grid of the ops models spend their
+non-GEMM time in (elementwise, activations, random masks, normalisations, reductions, pooling,
+embeddings, copies, CPU attention kernels) and one optimizer step, at several sizes.
+
+Why: on a CPU the square-matmul benchmark and one streaming bandwidth say little about
+``gelu_backward`` (transcendental maths, ~5x slower per byte than a copy), ``bernoulli_``
+(dropout masks: random-number generation, ~50x slower per byte), ``max_pool2d_with_indices`` or
+a per-tensor AdamW step (nine small kernels per parameter). Timing those ops themselves, on a
+grid of sizes chosen independently of any model, gives a per-op time-vs-size curve the cost
+model reads for every op of the same name (or, failing that, of the same family).
+
+Each point's work (bytes read + written, FLOPs) is counted by the profiler's own recorder on the
+same call, so a calibration point and a profiled op of the same size are measured in the same
+units. Ops a device cannot run (e.g. the CPU attention kernel on a GPU) are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Elements per (main) tensor of the memory-bound grid: 16 K to 8 M floats (64 KiB - 32 MiB),
+#: spanning L2-resident to DRAM-streaming sizes on a CPU.
+CPU_ELEMENTS = (2**14, 2**17, 2**20, 2**23)
+GPU_ELEMENTS = (2**16, 2**20, 2**24, 2**26)
+#: Sequence lengths of the CPU attention grid (batch x heads = 16, head dim 64).
+ATTENTION_SEQ = (64, 256, 1024)
+#: Linear-layer GEMMs (tokens M, in K, out N), 34 MFLOP - 2.1 GFLOP a forward call: the forward
+#: ``x @ w.T + b`` and the backward pair (input and weight gradients, with whatever copies the
+#: library makes for transposed operands) are timed apart; models' GEMMs are rarely square.
+LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 1024, 1024),
+                 (2048, 1024, 256), (4096, 512, 512))
+#: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
+#: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
+OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpPoint:
+    """One timed call: ``op`` (aten name as the profiler records it, e.g. ``aten.gelu``) of
+    ``family``, moving ``num_bytes`` and doing ``flops`` in ``seconds`` (median)."""
+
+    op: str
+    family: str
+    num_bytes: float
+    flops: float
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizerPoint:
+    """One optimizer step over ``num_tensors`` tensors of ``elements`` elements in total."""
+
+    optimizer: str
+    num_tensors: int
+    elements: int
+    seconds: float
+
+
+def _memory_cases(torch: Any, n: int, dev: str) -> list[tuple[str, Callable[[], Any]]]:
+    """(family, thunk) pairs at about ``n`` elements per main tensor."""
+    aten = torch.ops.aten
+    f = torch.float32
+    a, b = torch.randn(n, device=dev, dtype=f), torch.randn(n, device=dev, dtype=f)
+    rows = torch.randn(max(n // 512, 1), 512, device=dev, dtype=f)
+    hidden = rows.shape[1]
+    ln_w, ln_b = torch.ones(hidden, device=dev), torch.zeros(hidden, device=dev)
+    _, mean, rstd = aten.native_layer_norm(rows, [hidden], ln_w, ln_b, 1e-5)
+    soft = aten._softmax(rows, -1, False)
+    side = max(int((n // 64) ** 0.5) // 2 * 2, 2)
+    img = torch.randn(1, 64, side, side, device=dev, dtype=f)
+    bn_w, bn_b = torch.ones(64, device=dev), torch.zeros(64, device=dev)
+    bn_rm, bn_rv = torch.zeros(64, device=dev), torch.ones(64, device=dev)
+    _, bn_mean, bn_invstd = aten.native_batch_norm(img, bn_w, bn_b, bn_rm.clone(), bn_rv.clone(),
+                                                   True, 0.1, 1e-5)
+    pooled, idx = aten.max_pool2d_with_indices(img, [2, 2], [2, 2])
+    vocab = 8192
+    table = torch.randn(vocab, 256, device=dev, dtype=f)
+    ids = torch.randint(0, vocab, (max(n // 256, 1),), device=dev)
+    emb_grad = torch.randn(ids.numel(), 256, device=dev, dtype=f)
+    mask = a.clone()
+    return [
+        ("elementwise", lambda: aten.add(a, b)),
+        ("elementwise", lambda: aten.mul(a, b)),
+        ("elementwise", lambda: aten.relu(a)),
+        ("elementwise", lambda: aten.threshold_backward(b, a, 0.0)),
+        ("copy", lambda: aten.clone(a)),
+        ("copy", lambda: aten.cat([a, b])),
+        ("activation", lambda: aten.gelu(a)),
+        ("activation", lambda: aten.gelu_backward(b, a)),
+        ("activation", lambda: aten.silu(a)),
+        ("activation", lambda: aten.silu_backward(b, a)),
+        ("activation", lambda: aten.tanh(a)),
+        ("rng", lambda: aten.bernoulli_(mask, 0.9)),
+        ("norm", lambda: aten.native_layer_norm(rows, [hidden], ln_w, ln_b, 1e-5)),
+        ("norm", lambda: aten.native_layer_norm_backward(rows, rows, [hidden], mean, rstd, ln_w,
+                                                         ln_b, [True, True, True])),
+        ("norm", lambda: aten._softmax(rows, -1, False)),
+        ("norm", lambda: aten._softmax_backward_data(rows, soft, -1, f)),
+        ("norm", lambda: aten.native_batch_norm(img, bn_w, bn_b, bn_rm, bn_rv, True, 0.1, 1e-5)),
+        ("norm", lambda: aten.native_batch_norm_backward(img, img, bn_w, bn_rm, bn_rv, bn_mean,
+                                                         bn_invstd, True, 1e-5,
+                                                         [True, True, True])),
+        ("reduce", lambda: aten.sum(rows, [0])),
+        ("pool", lambda: aten.max_pool2d_with_indices(img, [2, 2], [2, 2])),
+        ("pool", lambda: aten.max_pool2d_with_indices_backward(pooled, img, [2, 2], [2, 2],
+                                                               [0, 0], [1, 1], False, idx)),
+        ("embedding", lambda: aten.embedding(table, ids)),
+        ("embedding", lambda: aten.embedding_dense_backward(emb_grad, ids, vocab, -1, False)),
+    ]
+
+
+def _attention_cases(torch: Any, seq: int, dev: str) -> list[tuple[str, Callable[[], Any]]]:
+    """PyTorch's CPU flash-attention kernels (forward and backward) at one sequence length."""
+    if dev != "cpu":
+        return []
+    aten = torch.ops.aten
+    q, k, v = (torch.randn(1, 16, seq, 64, device=dev) for _ in range(3))
+    out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+    grad = torch.randn_like(out)
+    return [
+        ("attention", lambda: aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)),
+        ("attention", lambda: aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            grad, q, k, v, out, lse, 0.0, False)),
+    ]
+
+
+def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                  time_op: Callable[..., float], min_time_s: float,
+                  step: Callable[[str], None], shapes=LINEAR_SHAPES) -> list[OpPoint]:
+    """Forward and backward GEMMs of linear layers. A backward point stands for one of its two
+    GEMM calls (2 M K N FLOPs, half the measured time), as the profiler records them."""
+    points = []
+    for m, k, n in shapes:
+        step(f"linear {m}x{k}x{n}")
+        x = torch.randn(m, k, device=dev, requires_grad=True)
+        w = torch.randn(n, k, device=dev, requires_grad=True)
+        b = torch.randn(n, device=dev, requires_grad=True)
+        flops = 2.0 * m * k * n
+        with torch.no_grad():
+            fwd = time_op(functools.partial(torch.nn.functional.linear, x, w, b), sync=sync,
+                          min_time_s=min_time_s)
+        points.append(OpPoint(op="aten.addmm", family="gemm-forward",
+                              num_bytes=4.0 * (m * k + k * n + n + m * n), flops=flops,
+                              seconds=fwd))
+        y = torch.nn.functional.linear(x, w)
+        g = torch.randn_like(y)
+        bwd = time_op(functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True),
+                      sync=sync, min_time_s=min_time_s)
+        points.append(OpPoint(op="aten.mm", family="gemm-backward",
+                              num_bytes=4.0 * (m * n + n * k + m * k), flops=flops,
+                              seconds=bwd / 2))
+    return points
+
+
+def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:
+    """(aten name, bytes, FLOPs) of the single recorded op of ``fn``, as the profiler counts."""
+    from ..profiler.recorder import ModuleStack, Recorder
+
+    root = torch.nn.Module()
+    with ModuleStack(root) as stack, Recorder(stack) as rec:
+        fn()
+    rec.detach_all()
+    if len(rec.aggs) != 1:
+        raise RuntimeError(f"expected one op, recorded {sorted(k[2] for k in rec.aggs)}")
+    (_, _, op), agg = next(iter(rec.aggs.items()))
+    return op, agg.bytes_read + agg.bytes_written, agg.flops
+
+
+def op_points(torch: Any, *, dev: str, sync: Callable[[], None], time_op: Callable[..., float],
+              elements: tuple[int, ...], attention_seq: tuple[int, ...], min_time_s: float,
+              step: Callable[[str], None]) -> tuple[list[OpPoint], dict[str, str]]:
+    """Time the op grid; returns the points and the ops skipped (with the reason)."""
+    points: list[OpPoint] = []
+    skipped: dict[str, str] = {}
+    grids = [(f"elements={n}", lambda n=n: _memory_cases(torch, n, dev)) for n in elements]
+    grids += [(f"attention seq={s}", lambda s=s: _attention_cases(torch, s, dev))
+              for s in attention_seq]
+    for label, build in grids:
+        step(f"ops {label}")
+        with torch.no_grad():
+            try:
+                cases = build()
+            except (RuntimeError, NotImplementedError) as exc:
+                skipped[label] = f"{type(exc).__name__}: {exc}"[:200]
+                continue
+            for family, fn in cases:
+                try:
+                    op, num_bytes, flops = _count(torch, fn)
+                    seconds = time_op(fn, sync=sync, min_time_s=min_time_s)
+                except (RuntimeError, NotImplementedError) as exc:
+                    skipped[f"{family} ({label})"] = f"{type(exc).__name__}: {exc}"[:200]
+                    continue
+                points.append(OpPoint(op=op, family=family, num_bytes=float(num_bytes),
+                                      flops=float(flops), seconds=seconds))
+    return points, skipped
+
+
+def optimizer_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                     time_op: Callable[..., float], min_time_s: float,
+                     step: Callable[[str], None], grid=OPTIMIZER_GRID) -> list[OptimizerPoint]:
+    """Time one ``torch.optim`` step of AdamW, SGD with momentum and plain SGD (PyTorch's default
+    implementation for the device) over synthetic parameters with gradients."""
+    from ..profiler.measure import OPTIMIZER_CLASSES
+
+    points = []
+    for name in ("adamw", "sgd_momentum", "sgd"):
+        for num_tensors, per_tensor in grid:
+            step(f"optimizer {name} {num_tensors}x{per_tensor}")
+            params = [torch.nn.Parameter(torch.randn(per_tensor, device=dev))
+                      for _ in range(num_tensors)]
+            for p in params:
+                p.grad = torch.randn_like(p)
+            opt = OPTIMIZER_CLASSES[name](params)
+            seconds = time_op(opt.step, sync=sync, min_time_s=min_time_s)
+            points.append(OptimizerPoint(optimizer=name, num_tensors=num_tensors,
+                                         elements=num_tensors * per_tensor, seconds=seconds))
+    return points

@@ -1,0 +1,161 @@
+"""Op times on a benchmarked device from its own op-grid measurements (costmodel/local.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from aiadvisor.costmodel import predict
+from aiadvisor.costmodel.local import (
+    LocalCalibration,
+    SizeCurve,
+    fit_optimizers,
+    op_family,
+)
+from aiadvisor.hardware.bench import BenchmarkResult, MatmulPoint, OpPoint, OptimizerPoint
+
+from .conftest import make_profile, make_spec, op
+
+
+def _curve(points, floor_s=5e-6):
+    return SizeCurve(np.log([w for w, _ in points]), np.log([s for _, s in points]), floor_s)
+
+
+def test_size_curve_interpolates_log_log_and_scales_outside():
+    # Timed: 1 kB in 10 us, 1 MB in 100 us.
+    c = _curve([(1e3, 10e-6), (1e6, 100e-6)])
+    assert c.seconds(1e3) == pytest.approx(10e-6)
+    assert c.seconds(1e6) == pytest.approx(100e-6)
+    # Halfway in log size (31.6 kB) is halfway in log time: sqrt(10 * 100) = 31.62 us.
+    assert c.seconds(math.sqrt(1e9)) == pytest.approx(math.sqrt(1e-9), rel=1e-9)
+    # Beyond the largest size the time grows in proportion: 4 MB -> 400 us.
+    assert c.seconds(4e6) == pytest.approx(400e-6)
+    # Below the smallest it shrinks in proportion (500 B -> 5 us) but not under the 5 us floor.
+    assert c.seconds(500) == pytest.approx(5e-6)
+    assert c.seconds(10) == pytest.approx(5e-6)
+
+
+def test_op_families():
+    assert op_family("aten.sigmoid", "memory") == "activation"
+    assert op_family("aten.bernoulli_", "memory") == "rng"
+    assert op_family("aten.native_group_norm", "memory") == "norm"
+    assert op_family("aten.where", "memory") == "elementwise"
+    assert op_family("aten.index_select", "embedding") == "embedding"
+    assert op_family("aten._scaled_dot_product_flash_attention_for_cpu", "attention") == \
+        "attention"
+    assert op_family("aten.mm", "gemm", "backward") == "gemm-backward"
+    assert op_family("aten.addmm", "gemm") == "gemm-forward"
+    assert op_family("aten.convolution", "conv") is None
+    assert op_family("optimizer.adamw", "optimizer", "optimizer") is None
+
+
+def test_optimizer_fit_recovers_per_tensor_and_per_element_costs():
+    # Steps generated from 50 us per tensor + 2 ns per element.
+    pts = [OptimizerPoint(optimizer="adamw", num_tensors=k, elements=n, seconds=50e-6 * k + 2e-9 * n)
+           for k, n in ((64, 2**18), (8, 2**23), (32, 2**23))]
+    a, b = fit_optimizers(pts)["adamw"]
+    assert a == pytest.approx(50e-6, rel=1e-6) and b == pytest.approx(2e-9, rel=1e-6)
+
+
+def _benchmark():
+    """A made-up CPU benchmark: gelu 4 GB/s-ish, silu and tanh for the activation family,
+    AdamW 100 us/tensor + 1 ns/element, one matmul point."""
+    ops = (
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e6, flops=0, seconds=200e-6),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e8, flops=0, seconds=20e-3),
+        OpPoint(op="aten.silu", family="activation", num_bytes=1e6, flops=0, seconds=100e-6),
+        OpPoint(op="aten.silu", family="activation", num_bytes=1e8, flops=0, seconds=10e-3),
+        OpPoint(op="aten.tanh", family="activation", num_bytes=1e6, flops=0, seconds=400e-6),
+        OpPoint(op="aten.tanh", family="activation", num_bytes=1e8, flops=0, seconds=40e-3),
+    )
+    opt = tuple(OptimizerPoint(optimizer="adamw", num_tensors=k, elements=n,
+                               seconds=100e-6 * k + 1e-9 * n)
+                for k, n in ((64, 2**18), (8, 2**23), (32, 2**23)))
+    return BenchmarkResult(
+        device_name="Test CPU", backend="cpu", torch_version="x", date="2026-12-02T00:00:00",
+        library_versions={}, config={},
+        matmul=(MatmulPoint(precision="fp32", n=1024, seconds=2 * 1024**3 / 1e11, tflops=0.1),),
+        bandwidth=(), launch_overhead_us=5.0, ops=ops, optimizer=opt)
+
+
+@pytest.fixture
+def calibrated_cpu(monkeypatch):
+    from aiadvisor.costmodel import api
+
+    cal = LocalCalibration.from_benchmark(_benchmark(), "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    return make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
+                     bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
+                     memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+
+
+def test_timed_op_takes_its_measured_time(calibrated_cpu):
+    # aten.gelu over 10 MB, 3 calls: between 1 MB (200 us) and 100 MB (20 ms) the curve is a
+    # straight line in log-log with slope 1: 10 MB -> 2 ms a call. The roofline would give
+    # 10 MB / 10 GB/s = 1 ms.
+    prof = make_profile([op("aten.gelu", "memory", "forward", bytes_read=15e6, bytes_written=15e6,
+                            count=3)])
+    pred = predict(prof, hardware=calibrated_cpu, precision="fp32")
+    assert pred.step_time_s == pytest.approx(3 * 2e-3, rel=1e-9)
+    assert pred.overhead_s == pytest.approx(3 * 5e-6) and pred.bound == "memory"
+    assert pred.low_s == pytest.approx(3 * 5e-6 + (6e-3 - 15e-6) / 1.15, rel=1e-9)
+    assert any("each op's" in n for n in pred.notes)
+
+
+def test_untimed_op_of_a_timed_family_takes_the_family_median(calibrated_cpu):
+    # aten.sigmoid (activation, not timed): median of gelu (2 ms), silu (1 ms), tanh (4 ms) at
+    # 10 MB = 2 ms.
+    prof = make_profile([op("aten.sigmoid", "memory", "forward", bytes_read=5e6,
+                            bytes_written=5e6)])
+    assert predict(prof, hardware=calibrated_cpu, precision="fp32").step_time_s == \
+        pytest.approx(2e-3, rel=1e-9)
+
+
+def test_op_of_an_untimed_family_keeps_the_roofline(calibrated_cpu):
+    # aten.add (elementwise: no elementwise op in this calibration): 10 MB / 10 GB/s + 5 us.
+    prof = make_profile([op("aten.add", "memory", "forward", bytes_read=6e6, bytes_written=4e6)])
+    assert predict(prof, hardware=calibrated_cpu, precision="fp32").step_time_s == \
+        pytest.approx(1e-3 + 5e-6, rel=1e-9)
+
+
+def test_optimizer_step_uses_the_fitted_costs(calibrated_cpu):
+    # AdamW over 10 tensors, 1e6 elements (the profiler counts 14 FLOPs an element):
+    # 10 x 100 us + 1e6 x 1 ns = 2 ms.
+    prof = make_profile([op("optimizer.adamw", "optimizer", "optimizer", flops=14e6,
+                            bytes_read=16e6, bytes_written=12e6, count=10)], mode="train",
+                        optimizer="adamw")
+    assert predict(prof, hardware=calibrated_cpu, precision="fp32").step_time_s == \
+        pytest.approx(2e-3, rel=1e-6)
+
+
+def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
+    # Linear-layer GEMMs timed: forward 0.1 GFLOP in 4 ms and 1 GFLOP in 20 ms (50 GFLOP/s),
+    # backward twice as long; the square-matmul curve says 100 GFLOP/s.
+    from aiadvisor.costmodel import api
+
+    result = _benchmark()
+    import dataclasses
+    result = dataclasses.replace(result, ops=(
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=4e-3),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e9, seconds=20e-3),
+        OpPoint(op="aten.mm", family="gemm-backward", num_bytes=1, flops=1e8, seconds=8e-3),
+        OpPoint(op="aten.mm", family="gemm-backward", num_bytes=1, flops=1e9, seconds=40e-3),
+    ))
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
+                    bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
+                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    # 1e9 FLOPs forward: 20 ms; backward: 40 ms; sqrt(1e8 * 1e9) forward: sqrt(4 * 20) ms.
+    for phase, flops, expected in (("forward", 1e9, 20e-3), ("backward", 1e9, 40e-3),
+                                   ("forward", math.sqrt(1e17), math.sqrt(80) * 1e-3)):
+        prof = make_profile([op("aten.mm", "gemm", phase, flops=flops, bytes_read=1e6)])
+        pred = predict(prof, hardware=cpu, precision="fp32")
+        assert pred.step_time_s == pytest.approx(expected, rel=1e-9)
+        assert pred.bound == "compute"
+    # Convolutions keep the square-matmul curve: 1 GFLOP at 0.1 TFLOP/s = 10 ms + 5 us.
+    prof = make_profile([op("aten.convolution", "conv", "forward", flops=1e9, bytes_read=1e6)])
+    assert predict(prof, hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(10e-3 + 5e-6, rel=1e-9)
