@@ -135,18 +135,21 @@ class LocalCalibration:
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray) -> np.ndarray:
         """Seconds per call of each op from the op or family curves; NaN where neither was
-        measured."""
+        measured (vectorised per curve)."""
         out = np.full(len(names), np.nan)
-        for i, (name, fam) in enumerate(zip(names, families)):
-            if fam is None:
-                continue
-            work = flops_per_call[i] if _flop_curve(fam) else bytes_per_call[i]
-            key = fam if fam.startswith("gemm-") else name
+        keys = [None if fam is None else (fam if fam.startswith("gemm-") else name)
+                for name, fam in zip(names, families)]
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, (key, fam) in enumerate(zip(keys, families)):
+            if key is not None:
+                groups.setdefault((key, fam), []).append(i)
+        for (key, fam), rows in groups.items():
+            work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
             if key in self.curves:
-                out[i] = float(self.curves[key].seconds(work))
+                out[rows] = self.curves[key].seconds(work)
             elif self.families.get(fam):
-                out[i] = float(np.median([self.curves[o].seconds(work)
-                                          for o in self.families[fam]]))
+                out[rows] = np.median([self.curves[o].seconds(work)
+                                       for o in self.families[fam]], axis=0)
         return out
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:

@@ -457,7 +457,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     -------
     BenchmarkResult
         Per-size matmul TFLOP/s, copy/add bandwidth, launch overhead, date and versions.
-        On a 2-core CPU the defaults take about 5-10 s (plus importing torch).
+        On a 2-core CPU the defaults take about 15 s (half of it the op grid).
     """
     import torch
 

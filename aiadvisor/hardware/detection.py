@@ -377,9 +377,10 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
     Parameters
     ----------
     benchmark : bool
-        Also measure matmul throughput per supported precision, memory bandwidth and per-op
-        launch overhead (a few seconds on a CPU; cached on disk, see
-        :func:`~aiadvisor.hardware.benchmark`). The spec then has ``measured=True``.
+        Also measure matmul throughput per supported precision, memory bandwidth, per-op
+        launch overhead and the op grid the cost model reads for ``hardware="local"`` (about
+        15 s on a 2-core CPU; cached on disk, see :func:`~aiadvisor.hardware.benchmark`). The
+        spec then has ``measured=True``.
     refresh : bool
         Ignore a cached benchmark and run it again.
     cache_dir : str, optional
