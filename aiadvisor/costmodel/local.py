@@ -112,7 +112,9 @@ class LocalCalibration:
 
     @classmethod
     def from_benchmark(cls, result, precision: str) -> LocalCalibration:
-        """From a :class:`~aiadvisor.hardware.bench.BenchmarkResult` (op curves are FP32)."""
+        """From a :class:`~aiadvisor.hardware.bench.BenchmarkResult`. The op grid is timed in
+        FP32: its GEMM curves serve FP32 (and TF32) only; its memory-bound curves serve every
+        precision at the precision's bytes (an estimate for 16-bit steps)."""
         matmul = result.curve("fp32" if precision == "tf32" else precision) or []
         floor = max(float(result.launch_overhead_us), 0.0) * 1e-6
         by_op: dict[str, list[tuple[float, float]]] = {}
@@ -121,7 +123,9 @@ class LocalCalibration:
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work > 0 and p.seconds > 0:
                 if p.family.startswith("gemm-"):
-                    by_op.setdefault(p.family, []).append((work, p.seconds))
+                    # Timed in FP32: other precisions keep their own matmul curve.
+                    if precision in ("fp32", "tf32"):
+                        by_op.setdefault(p.family, []).append((work, p.seconds))
                     continue
                 by_op.setdefault(p.op, []).append((work, p.seconds))
                 family_ops.setdefault(p.family, [])

@@ -112,14 +112,14 @@ def calibration_text(result: Any) -> str:
         f"{p.op} {p.num_bytes / 2**20:.0f} MiB: {p.gbs:.1f}" for p in result.bandwidth))
     lines.append(f"  per-op overhead  {result.launch_overhead_us:.1f} us")
     if result.ops:
-        lines.append("  op grid (GB/s moved at each size; attention: GFLOP/s):")
+        lines.append("  op grid (GB/s moved at each size; attention and GEMMs: GFLOP/s):")
         by_op: dict[str, list] = {}
         for p in result.ops:
             by_op.setdefault(p.op, []).append(p)
         for op, points in by_op.items():
             cells = []
             for p in sorted(points, key=lambda p: p.num_bytes):
-                if p.family == "attention":
+                if p.family == "attention" or p.family.startswith("gemm-"):
                     cells.append(f"{p.flops / 1e6:.0f} MFLOP {p.flops / p.seconds / 1e9:.1f}")
                 else:
                     cells.append(f"{p.num_bytes / 2**20:.2f} MiB {p.num_bytes / p.seconds / 1e9:.1f}")

@@ -155,7 +155,35 @@ def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
         pred = predict(prof, hardware=cpu, precision="fp32")
         assert pred.step_time_s == pytest.approx(expected, rel=1e-9)
         assert pred.bound == "compute"
+    # The GEMM grid is FP32: a BF16 calibration has no GEMM curves (its matmul curve serves).
+    assert not any(k.startswith("gemm-") for k in
+                   LocalCalibration.from_benchmark(result, "bf16").curves)
     # Convolutions keep the square-matmul curve: 1 GFLOP at 0.1 TFLOP/s = 10 ms + 5 us.
     prof = make_profile([op("aten.convolution", "conv", "forward", flops=1e9, bytes_read=1e6)])
     assert predict(prof, hardware=cpu, precision="fp32").step_time_s == \
         pytest.approx(10e-3 + 5e-6, rel=1e-9)
+
+
+def test_the_shipped_calibration_is_a_default_grid_measurement():
+    # data/calibration holds the project's own `aiadvisor calibrate` output (see its README).
+    import json
+    from pathlib import Path
+
+    from aiadvisor.hardware.calibrate import CPU_ELEMENTS, LINEAR_SHAPES
+
+    path = Path(__file__).resolve().parents[2] / "data" / "calibration" / "amd-epyc-2core-vm.json"
+    result = BenchmarkResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    assert result.backend == "cpu" and result.torch_version.startswith("2.13.0")
+    assert result.config["op_elements"] == list(CPU_ELEMENTS)
+    ops = {}
+    for p in result.ops:
+        ops.setdefault((p.family, p.op), []).append(p)
+    assert len([k for k in ops if not k[0].startswith("gemm-")]) == 25  # 23 + 2 attention
+    assert all(len(v) == len(CPU_ELEMENTS) for (fam, _), v in ops.items()
+               if fam not in ("attention", "gemm-forward", "gemm-backward"))
+    assert len(ops[("gemm-forward", "aten.addmm")]) == len(LINEAR_SHAPES)
+    # add of 2^20 fp32 elements: two reads and one write of 4 MiB = 12 MiB.
+    assert 12 * 2**20 in [p.num_bytes for p in ops[("elementwise", "aten.add")]]
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    assert {"gemm-forward", "gemm-backward", "aten.gelu_backward"} <= set(cal.curves)
+    assert set(cal.optimizer) == {"adamw", "sgd", "sgd_momentum"}
