@@ -29,7 +29,14 @@ _LAZY = {
 }
 _SUBMODULES = ("hardware",)
 
-__all__ = ["AIAdvisorError", "__version__", *_LAZY, *_SUBMODULES]
+# Spelled out (same names, same order as _LAZY then _SUBMODULES) so linters can read it;
+# tests/test_imports.py checks it against _LAZY and _SUBMODULES.
+__all__ = [
+    "AIAdvisorError", "__version__",
+    "profile", "predict", "plan_parallel", "advise", "profile_for_advice", "verify",
+    "Report", "ModelProfile", "HardwareSpec", "Prediction", "Recommendation",
+    "hardware",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -42,10 +42,12 @@ def _build_decoder(cfg: DecoderConfig):
     class Attention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.q_proj = nn.Linear(cfg.hidden_size, cfg.num_heads * head_dim, bias=cfg.style == "gpt2")
+            self.q_proj = nn.Linear(cfg.hidden_size, cfg.num_heads * head_dim,
+                                    bias=cfg.style == "gpt2")
             self.k_proj = nn.Linear(cfg.hidden_size, kv_heads * head_dim, bias=cfg.style == "gpt2")
             self.v_proj = nn.Linear(cfg.hidden_size, kv_heads * head_dim, bias=cfg.style == "gpt2")
-            self.o_proj = nn.Linear(cfg.num_heads * head_dim, cfg.hidden_size, bias=cfg.style == "gpt2")
+            self.o_proj = nn.Linear(cfg.num_heads * head_dim, cfg.hidden_size,
+                                    bias=cfg.style == "gpt2")
 
         def forward(self, x):
             b, t, _ = x.shape
@@ -125,7 +127,8 @@ def _cnn():
 # name: (config, description)
 _DECODERS = {
     "tiny-gpt": (DecoderConfig(vocab_size=8192, hidden_size=256, num_layers=4, num_heads=4,
-                               max_positions=512), "GPT-style decoder, 4 layers x 256 wide, 5.4M params"),
+                               max_positions=512),
+                 "GPT-style decoder, 4 layers x 256 wide, 5.4M params"),
     "gpt2": (DecoderConfig(vocab_size=50257, hidden_size=768, num_layers=12, num_heads=12,
                            max_positions=1024), "GPT-2 small shape, 124M params"),
     "gpt2-xl": (DecoderConfig(vocab_size=50257, hidden_size=1600, num_layers=48, num_heads=25,

@@ -14,7 +14,8 @@ from typing import Any
 from .errors import InvalidArgumentError
 from .units import PRECISIONS
 
-OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer", "other")
+OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer",
+              "other")
 PHASES = ("forward", "backward", "optimizer")
 PROFILE_PATHS = ("fake", "meta", "real")
 
@@ -24,7 +25,8 @@ def _check_nonneg(obj: Any, *names: str) -> None:
         value = getattr(obj, name)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InvalidArgumentError(
-                f"{type(obj).__name__}.{name}={value!r} is not valid: expected a finite number >= 0."
+                f"{type(obj).__name__}.{name}={value!r} is not valid: "
+                "expected a finite number >= 0."
             )
 
 
@@ -148,7 +150,8 @@ class HardwareSpec:
     notes: str = ""
     aliases: tuple[str, ...] = ()
     measured: bool = False
-    """True when the figures come from benchmarking the attached device (``detect(benchmark=True)``)."""
+    """True when the figures come from benchmarking the attached device
+    (``detect(benchmark=True)``)."""
     launch_overhead_us: float | None = None
     fp4_tflops: float | None = None
     """Dense FP4 (NVFP4/MXFP4) tensor peak where the hardware has one (Blackwell, CDNA4)."""
@@ -347,11 +350,13 @@ class ParallelConfig:
                 )
         if self.zero_stage not in (0, 1, 2, 3):
             raise InvalidArgumentError(
-                f"ParallelConfig.zero_stage={self.zero_stage!r} is not valid: expected 0, 1, 2 or 3."
+                f"ParallelConfig.zero_stage={self.zero_stage!r} is not valid: "
+                "expected 0, 1, 2 or 3."
             )
         if self.checkpointing not in CHECKPOINTING:
             raise InvalidArgumentError(
-                f"ParallelConfig.checkpointing={self.checkpointing!r} is not valid: expected one of "
+                f"ParallelConfig.checkpointing={self.checkpointing!r} is not valid: "
+                "expected one of "
                 f"{', '.join(CHECKPOINTING)}."
             )
 

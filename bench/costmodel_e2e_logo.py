@@ -53,9 +53,11 @@ from aiadvisor.schema import (
 
 MODELS = ("bert_large", "gpt2_large", "gpt3_xl", "opt_13", "gpt3_27")
 CATALOG_NAMES = {
-    "NVIDIA_A100-PCIE-40GB": "NVIDIA A100 40GB PCIe", "NVIDIA_A100_80GB_PCIe": "NVIDIA A100 80GB PCIe",
+    "NVIDIA_A100-PCIE-40GB": "NVIDIA A100 40GB PCIe",
+    "NVIDIA_A100_80GB_PCIe": "NVIDIA A100 80GB PCIe",
     "NVIDIA_A100-SXM4-40GB": "NVIDIA A100 40GB SXM", "NVIDIA_H100_80GB_HBM3": "NVIDIA H100 SXM",
-    "NVIDIA_L4": "NVIDIA L4", "Tesla_T4": "NVIDIA T4", "Tesla_V100-PCIE-32GB": "NVIDIA V100 PCIe 32GB",
+    "NVIDIA_L4": "NVIDIA L4", "Tesla_T4": "NVIDIA T4",
+    "Tesla_V100-PCIE-32GB": "NVIDIA V100 PCIe 32GB",
     "AMD_Instinct_MI210": "AMD Instinct MI210",
 }
 #: Same chip in Vidur's data: held out together with the NeuSight GPU.
@@ -192,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("opdata", nargs="?", default=str(REPO.parent / "shared" / "data" / "opdata"))
+    parser.add_argument("opdata", nargs="?",
+                        default=str(REPO.parent / "shared" / "data" / "opdata"))
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "aiadvisor-bench"))
     args = parser.parse_args(argv)
     opdata = Path(args.opdata)
@@ -243,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nper row (learned): gpu, model, mode, batch, parallel, measured ms, predicted ms")
     for d in details:
         gpu, model, mode, batch, par, meas_ms, pred_ms = d
-        print(f"  {gpu:24s} {model:10s} {mode:5s} {batch:3d} {par:6s} {meas_ms:9.1f} {pred_ms:9.1f}")
+        print(f"  {gpu:24s} {model:10s} {mode:5s} {batch:3d} {par:6s} "
+              f"{meas_ms:9.1f} {pred_ms:9.1f}")
     return 0
 
 

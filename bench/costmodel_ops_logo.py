@@ -86,7 +86,8 @@ def print_results(results: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("opdata", nargs="?", default=str(REPO.parent / "shared" / "data" / "opdata"))
+    parser.add_argument("opdata", nargs="?",
+                        default=str(REPO.parent / "shared" / "data" / "opdata"))
     parser.add_argument("--tables", default=DEFAULT_TABLES)
     parser.add_argument("--no-power-split", action="store_true",
                         help="pool power-limited boards with the others (ablation)")

@@ -100,7 +100,8 @@ def measure_sliders(repeats: int) -> None:
     t0 = time.perf_counter()
     report = aa.advise(model, x, mode="train", hardware="NVIDIA H100 SXM", model_name="model",
                        inputs_name="x")
-    print(f"advise() on a 2-layer transformer (batch 8, seq 64, H100): {time.perf_counter() - t0:.2f} s")
+    print("advise() on a 2-layer transformer (batch 8, seq 64, H100): "
+          f"{time.perf_counter() - t0:.2f} s")
     dash = Dashboard(report, cell_id="bench")
     dash.render_all()
     controls = {name: c for name, c in dash._controls().items() if not c.disabled}
@@ -114,7 +115,8 @@ def measure_sliders(repeats: int) -> None:
             if dash.errors.outputs:
                 print("  error:", dash.errors.outputs[-1].get("text", "")[:200])
             print(f"{name:<12} {title:<16} {m_wo * 1e3:10.1f} ms {m_full * 1e3:7.1f} ms "
-                  f"{m_cpu * 1e3:5.1f} ms {SLIDER_GOAL_S * 1e3:4.0f} ms {m_full / SLIDER_GOAL_S:6.2f}")
+                  f"{m_cpu * 1e3:5.1f} ms {SLIDER_GOAL_S * 1e3:4.0f} ms "
+                  f"{m_full / SLIDER_GOAL_S:6.2f}")
 
 
 def main() -> None:

@@ -91,7 +91,8 @@ def main() -> None:
     print(f"{'peak RSS (GB, own process)':28}{rss / 1e9:16.3f}{'':18}{'':10}   floor <= 1.5 GB")
     print(f"profile path: {prof.path}; notes: {'; '.join(prof.notes)}")
     print(f"memory: weights {prof.memory.weights_bytes / 1e9:.1f} GB, activations "
-          f"{prof.memory.activations_bytes / 1e9:.1f} GB, peak {prof.memory.peak_bytes / 1e9:.1f} GB")
+          f"{prof.memory.activations_bytes / 1e9:.1f} GB, "
+          f"peak {prof.memory.peak_bytes / 1e9:.1f} GB")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def _sha256(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("opdata", nargs="?", default=str(REPO.parent / "shared" / "data" / "opdata"))
+    parser.add_argument("opdata", nargs="?",
+                        default=str(REPO.parent / "shared" / "data" / "opdata"))
     parser.add_argument("--out", default=str(REPO / "data" / "costmodel" / "efficiency_model.json"))
     args = parser.parse_args(argv)
     opdata = Path(args.opdata)
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(opdata, provenance=provenance)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(model, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(model, sort_keys=True, separators=(",", ":")) + "\n",
+                   encoding="utf-8")
     sizes = {k: t["num_rows"] for k, t in model["tables"].items()}
     shrink = {k: t["shrink_lambda"] for k, t in model["tables"].items()}
     print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)\nrows per table: {sizes}\n"

@@ -33,3 +33,10 @@ def test_core_layers_never_import_the_ui_stack(module):
 
 def test_hardware_catalog_needs_no_torch():
     assert "torch" not in imported_after("import aiadvisor as aa; aa.hardware.catalog()")
+
+
+def test_all_lists_every_lazy_name_in_order():
+    import aiadvisor
+
+    expected = ["AIAdvisorError", "__version__", *aiadvisor._LAZY, *aiadvisor._SUBMODULES]
+    assert aiadvisor.__all__ == expected

@@ -61,7 +61,8 @@ def test_zero_arithmetic_for_llama_3_8b(executed):
     text = output_text(cell_outputs(executed, "n = 8"))
     assert "ddp    16.00 B/param:  128.5 +" in text and text.splitlines()[0].endswith("too big")
     fsdp = [line for line in text.splitlines() if line.startswith("fsdp")]
-    assert fsdp and fsdp[0].startswith("fsdp    2.00 B/param:   16.1 +") and fsdp[0].endswith("fits")
+    assert (fsdp and fsdp[0].startswith("fsdp    2.00 B/param:   16.1 +")
+            and fsdp[0].endswith("fits"))
 
 
 def test_crossover_lengths(executed):

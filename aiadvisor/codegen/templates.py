@@ -21,7 +21,8 @@ class Snippet:
     """pip packages the snippet needs besides torch."""
     needs_cuda: bool = False
     launcher: str = "notebook"
-    """``notebook`` (run in place) or ``torchrun`` (save as a script, launch one process per device)."""
+    """``notebook`` (run in place) or ``torchrun`` (save as a script, launch one process per
+    device)."""
 
 
 _REMAKE_OPTIMIZER = '''

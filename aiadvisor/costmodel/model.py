@@ -65,7 +65,8 @@ def op_features(flops, num_bytes, peak_tflops, bw_gbs):
     >>> round(float(f1), 3), round(float(f2), 3)   # 137 us, intensity 4.0x the ridge
     (-3.862, 0.602)
     """
-    compute_s = np.maximum(np.asarray(flops, float) / (np.asarray(peak_tflops, float) * 1e12), 1e-12)
+    compute_s = np.maximum(
+        np.asarray(flops, float) / (np.asarray(peak_tflops, float) * 1e12), 1e-12)
     memory_s = np.maximum(np.asarray(num_bytes, float) / (np.asarray(bw_gbs, float) * 1e9), 1e-12)
     return np.log10(np.maximum(compute_s, memory_s)), np.log10(compute_s / memory_s)
 
@@ -180,7 +181,8 @@ class EfficiencyModel:
     def from_dict(cls, data: dict) -> EfficiencyModel:
         if data.get("format") != MODEL_FORMAT or data.get("version") != MODEL_VERSION:
             raise AIAdvisorError(
-                f"cost model file has format={data.get('format')!r} version={data.get('version')!r}:"
+                f"cost model file has format={data.get('format')!r} "
+                f"version={data.get('version')!r}:"
                 f" expected {MODEL_FORMAT!r} version {MODEL_VERSION}. Retrain it with "
                 "scripts/train_costmodel.py."
             )
@@ -205,7 +207,8 @@ def _default_model_text() -> str:
     if source_tree.is_file():
         return source_tree.read_text(encoding="utf-8")
     raise AIAdvisorError(
-        f"the shipped cost model {MODEL_FILENAME} was not found (looked in aiadvisor/_data/costmodel"
+        f"the shipped cost model {MODEL_FILENAME} was not found "
+        "(looked in aiadvisor/_data/costmodel"
         f" and {source_tree.parent}). Reinstall aiadvisor, or rebuild it with "
         "scripts/train_costmodel.py."
     )

@@ -58,7 +58,8 @@ TRAINING_DEVICES = {
     # with the figures cost_model.md section 6 used.
     "a100": TrainingDevice("A100 SXM4 80GB", 19.5, 312.0, 2039, 400,
                            "NVIDIA A100 datasheet (SXM 80GB)"),
-    "h100": TrainingDevice("H100 SXM5 80GB", 67.0, 989.4, 3352, 700, "NVIDIA H100 datasheet (SXM5)"),
+    "h100": TrainingDevice("H100 SXM5 80GB", 67.0, 989.4, 3352, 700,
+                           "NVIDIA H100 datasheet (SXM5)"),
     "a40": TrainingDevice("A40", 37.4, 149.7, 696, 300, "NVIDIA A40 datasheet"),
 }
 
@@ -95,14 +96,16 @@ def _neusight_rows(opdata: Path):
     flops = np.full(len(k), np.nan)
     num_bytes = np.full(len(k), np.nan)
     cls = np.full(len(k), "elementwise", dtype=object)
-    bmm, lin, conv = (k.op == "bmm").to_numpy(), (k.op == "linear").to_numpy(), (k.op == "conv").to_numpy()
+    bmm, lin, conv = ((k.op == "bmm").to_numpy(), (k.op == "linear").to_numpy(),
+                      (k.op == "conv").to_numpy())
     # NeuSight convention: reduction dim is N; out [B, M, K] (opdata README).
     flops[bmm | lin] = (2 * B * M * N * K)[bmm | lin]
     num_bytes[bmm] = (4 * B * (M * N + N * K + M * K))[bmm]
     num_bytes[lin] = (4 * (B * M * N + N * K + K + B * M * K))[lin]
     cls[bmm | lin] = "gemm"
     cin, cout, ks = k.conv_cin.astype(float), k.conv_cout.astype(float), k.conv_kernel.astype(float)
-    hw, stride, pad = k.conv_in_hw.astype(float), k.conv_stride.astype(float), k.conv_pad.astype(float)
+    hw, stride, pad = (k.conv_in_hw.astype(float), k.conv_stride.astype(float),
+                       k.conv_pad.astype(float))
     out_hw = np.floor((hw + 2 * pad - ks) / stride) + 1
     flops[conv] = (2 * B * cout * out_hw**2 * cin * ks**2)[conv]
     num_bytes[conv] = (4 * (B * cin * hw**2 + cout * cin * ks**2 + B * cout * out_hw**2))[conv]
@@ -358,8 +361,9 @@ def fit_collectives(coll) -> dict:
         alpha, bw = _alpha_beta(part.size_bytes, part.time_ms * 1e-3, BUS_FACTOR[kind](n))
         intra = per_node >= n
         nominal = NVLINK_PER_DIRECTION_GBS[system] if intra else INTER_NODE_NOMINAL_GBS
-        fits.append({"system": system, "kind": kind, "world_size": int(n), "devices_per_node": int(per_node),
-                         "alpha_s": alpha, "bus_bw_gbs": bw, "efficiency": bw / nominal, "intra": intra})
+        fits.append({"system": system, "kind": kind, "world_size": int(n),
+                     "devices_per_node": int(per_node), "alpha_s": alpha, "bus_bw_gbs": bw,
+                     "efficiency": bw / nominal, "intra": intra})
     intra = [f for f in fits if f["intra"] and f["kind"] == "all_reduce" and f["world_size"] >= 4]
     inter = [f for f in fits if not f["intra"] and f["kind"] == "all_reduce"]
     p2p = [f for f in fits if f["kind"] == "send_recv" and f["intra"]]

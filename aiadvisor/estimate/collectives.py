@@ -53,7 +53,8 @@ def collective_time_s(kind, size_bytes, *, num_devices, bus_bw_gbs, alpha_s):
         )
     if num_devices <= 1:
         return 0.0 if np.ndim(size_bytes) == 0 else np.zeros(np.shape(size_bytes))
-    out = alpha_s + BUS_FACTOR[kind](num_devices) * np.asarray(size_bytes, float) / (bus_bw_gbs * 1e9)
+    out = alpha_s + (BUS_FACTOR[kind](num_devices) * np.asarray(size_bytes, float)
+                     / (bus_bw_gbs * 1e9))
     return float(out) if np.ndim(out) == 0 else out
 
 

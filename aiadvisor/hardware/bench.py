@@ -303,7 +303,8 @@ def _default_precisions(device: Any) -> tuple[tuple[str, ...], dict[str, str]]:
         major = int((device.compute_capability or "0.0").split(".")[0])
         if device.backend == "rocm" or major >= 8:
             return ("fp32", "tf32", "bf16", "fp16"), skipped
-        skipped.update(tf32="needs compute capability >= 8.0", bf16="needs compute capability >= 8.0")
+        skipped.update(tf32="needs compute capability >= 8.0",
+                       bf16="needs compute capability >= 8.0")
         return ("fp32", "fp16"), skipped
     if device.backend in ("mps", "xpu"):
         return ("fp32", "fp16", "bf16"), skipped

@@ -122,7 +122,8 @@ def calibration_text(result: Any) -> str:
                 if p.family == "attention" or p.family.startswith("gemm-"):
                     cells.append(f"{p.flops / 1e6:.0f} MFLOP {p.flops / p.seconds / 1e9:.1f}")
                 else:
-                    cells.append(f"{p.num_bytes / 2**20:.2f} MiB {p.num_bytes / p.seconds / 1e9:.1f}")
+                    cells.append(f"{p.num_bytes / 2**20:.2f} MiB "
+                                 f"{p.num_bytes / p.seconds / 1e9:.1f}")
             lines.append(f"    {op.removeprefix('aten.'):44s} {points[0].family:11s} "
                          + ", ".join(cells))
     for name, (per_tensor, per_element) in sorted(fit_optimizers(result.optimizer).items()):

@@ -284,7 +284,8 @@ def _clean(value: Any) -> Any:
 
 
 def row_to_spec(row: Any) -> HardwareSpec:
-    """One catalog row (a mapping or a pandas Series) as a :class:`~aiadvisor.schema.HardwareSpec`."""
+    """One catalog row (a mapping or a pandas Series) as a
+    :class:`~aiadvisor.schema.HardwareSpec`."""
     get = row.get if hasattr(row, "get") else row.__getitem__
     values: dict[str, Any] = {}
     for column in NUMERIC_COLUMNS:

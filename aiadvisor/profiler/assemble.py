@@ -57,7 +57,8 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
     memory = MemoryBreakdown(
-        weights_bytes=weights, grads_bytes=grads if train else 0, optimizer_bytes=opt if train else 0,
+        weights_bytes=weights, grads_bytes=grads if train else 0,
+        optimizer_bytes=opt if train else 0,
         activations_bytes=max(0, activations), inputs_bytes=inputs, peak_bytes=peak,
         temporaries_bytes=temporaries,
     )

@@ -48,7 +48,8 @@ def find_repeated_blocks(model: nn.Module, *, min_blocks: int = 3) -> BlockPlan 
         total = block_bytes * len(children)
         if total > best_bytes:
             best_bytes = total
-            best = BlockPlan(path=name, num_blocks=len(children), block_type=type(children[0]).__name__,
+            best = BlockPlan(path=name, num_blocks=len(children),
+                             block_type=type(children[0]).__name__,
                              block_param_bytes=block_bytes)
     return best
 

@@ -24,7 +24,8 @@ class InputSpec:
         def fmt(x):
             if isinstance(x, torch.Tensor):
                 return f"{x.dtype}{list(x.shape)}".replace("torch.", "")
-            return repr(x) if isinstance(x, (int, float, bool, str, type(None))) else type(x).__name__
+            return (repr(x) if isinstance(x, (int, float, bool, str, type(None)))
+                    else type(x).__name__)
         parts = [fmt(a) for a in self.args] + [f"{k}={fmt(v)}" for k, v in self.kwargs.items()]
         return "(" + ", ".join(parts) + ")"
 
@@ -39,7 +40,8 @@ def normalize(example_inputs: Any) -> InputSpec:
         args, kwargs = (), dict(example_inputs)
     else:
         raise InvalidArgumentError(
-            f"example_inputs of type {type(example_inputs).__name__} is not valid: expected a tensor, "
+            f"example_inputs of type {type(example_inputs).__name__} is not valid: "
+            "expected a tensor, "
             "a tuple of positional arguments, or a dict of keyword arguments."
         )
     tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
@@ -72,7 +74,8 @@ def _seq_len(tensors: list[torch.Tensor]) -> int | None:
     return None
 
 
-def resized_shape(t: torch.Tensor, spec: InputSpec, batch_size: int, seq_len: int | None) -> list[int]:
+def resized_shape(t: torch.Tensor, spec: InputSpec, batch_size: int,
+                  seq_len: int | None) -> list[int]:
     shape = list(t.shape)
     if shape and shape[0] == spec.batch_size:
         shape[0] = batch_size

@@ -123,7 +123,8 @@ def mkldnn_rnn_layer_backward_flops(args, out) -> int:
 
 def cudnn_rnn_flops(args, out) -> int:
     """``aten._cudnn_rnn(input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size,
-    proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)``."""
+    proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes,
+    dropout_state)``."""
     inp, weights = args[0], args[1]
     mode, hidden_size, num_layers = int(args[6]), int(args[7]), int(args[9])
     batch_first, bidirectional = bool(args[10]), bool(args[13])

@@ -74,7 +74,8 @@ def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
 
     batch_size = prof.batch_size if batch_size is None else batch_size
     if not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgumentError(f"batch_size={batch_size!r} is not valid: expected an integer >= 1.")
+        raise InvalidArgumentError(
+            f"batch_size={batch_size!r} is not valid: expected an integer >= 1.")
     if seq_len is not None and prof.seq_len is None:
         raise InvalidArgumentError(
             f"seq_len={seq_len!r} is not valid for this profile: its inputs have no sequence "

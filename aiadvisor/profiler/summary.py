@@ -16,9 +16,11 @@ def profile_text(prof: ModelProfile, *, top: int = 8) -> str:
     memory = ", ".join(f"{label} {fmt_bytes(value)}" for label, value in (
         ("weights", m.weights_bytes), ("grads", m.grads_bytes), ("optimizer", m.optimizer_bytes),
         ("activations", m.activations_bytes), ("inputs", m.inputs_bytes)))
-    how = "predicted from fake tensors" if prof.path != "real" else "from a real small batch, scaled"
+    how = ("predicted from fake tensors" if prof.path != "real"
+           else "from a real small batch, scaled")
     lines = [
-        f"{prof.model_name} ({prof.model_type}) - {prof.mode}, {prof.precision}, {optimizer}, {shape}",
+        f"{prof.model_name} ({prof.model_type}) - {prof.mode}, {prof.precision}, "
+        f"{optimizer}, {shape}",
         f"  parameters        {prof.num_params:,} ({prof.num_trainable_params:,} trainable)",
         f"  FLOPs per step    {flops}",
         f"  bytes moved       {fmt_bytes(prof.bytes_per_step)} per step (sum over ops)",

@@ -123,7 +123,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     autocast_dtype = half if train else None
     float_dtype = None if train else half
     autocast = contextlib.nullcontext()
-    if autocast_dtype is not None and path != "meta" and device.type in ("cpu", "cuda", "xpu", "mps"):
+    if (autocast_dtype is not None and path != "meta"
+            and device.type in ("cpu", "cuda", "xpu", "mps")):
         autocast = torch.autocast(device_type=device.type, dtype=autocast_dtype)
     tracker = ModuleStack(root)
     recorder = Recorder(tracker)

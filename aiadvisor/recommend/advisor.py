@@ -130,7 +130,8 @@ def check_count(name: str, value: Any, *, upper: int | None = None) -> int | Non
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (
             upper is not None and value > upper):
         limit = f" and <= {upper}" if upper else ""
-        raise InvalidArgumentError(f"{name}={value!r} is not valid: expected an integer >= 1{limit}.")
+        raise InvalidArgumentError(
+            f"{name}={value!r} is not valid: expected an integer >= 1{limit}.")
     return value
 
 

@@ -62,7 +62,8 @@ def activation_element_bytes(precision: str) -> int:
     return 4 if precision in _FULL else 2
 
 
-def state_bytes_per_param(*, mode: str, precision: str, optimizer: str) -> tuple[float, float, float]:
+def state_bytes_per_param(*, mode: str, precision: str,
+                          optimizer: str) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trainable parameter.
 
     >>> state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw")

@@ -364,7 +364,8 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     --------
     >>> import torch, aiadvisor as aa
     >>> prof = aa.profile(torch.nn.Linear(64, 64), torch.randn(8, 64))  # doctest: +SKIP
-    >>> aa.plan_parallel(prof, hardware="H100 SXM", num_devices=8).iloc[0]["strategy"]  # doctest: +SKIP
+    >>> aa.plan_parallel(prof, hardware="H100 SXM",
+    ...                  num_devices=8).iloc[0]["strategy"]  # doctest: +SKIP
     'ddp'
     """
     from ..hardware import resolve

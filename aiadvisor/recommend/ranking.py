@@ -42,7 +42,8 @@ def _candidates(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
     stage = 3 if n > 1 and train else 0
     out = [ParallelConfig(dp_degree=n)]
     if n > 1 and train:
-        out += [ParallelConfig(dp_degree=n, zero_stage=2), ParallelConfig(dp_degree=n, zero_stage=3)]
+        out += [ParallelConfig(dp_degree=n, zero_stage=2),
+                ParallelConfig(dp_degree=n, zero_stage=3)]
     if ckpt != "none":
         out.append(ParallelConfig(dp_degree=n, zero_stage=stage, checkpointing=ckpt))
     tp = min(DEVICES_PER_NODE, n)

@@ -188,7 +188,8 @@ def tf32(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="tf32", title="Turn on TF32 tensor cores", category="precision",
         rationale=(f"The step runs in fp32 and {_pct(share)} of its FLOPs are matmuls/"
                    f"convolutions; {ctx.spec.name} runs them at {ctx.spec.tf32_tflops:g} TFLOPS "
-                   f"in TF32 vs {ctx.spec.fp32_tflops or 0:g} in fp32. Two lines, no other change."),
+                   f"in TF32 vs {ctx.spec.fp32_tflops or 0:g} in fp32. "
+                   "Two lines, no other change."),
         snippet_id="tf32", gain=gain, trigger={"matmul_flops_share": share},
     )
 
@@ -390,10 +391,11 @@ def fsdp(ctx: Context) -> Recommendation | None:
     fits = ctx.usable_bytes is not None and ddp.total_bytes <= ctx.usable_bytes
     return _make(
         ctx, tactic_id="fsdp", title="FSDP (ZeRO-3) instead of DDP", category="parallelism",
-        rationale=(f"DDP keeps a full copy of weights, gradients and optimizer state on every "
-                   f"device: {fmt_bytes(ddp.total_bytes)} per device"
-                   f"{'' if fits else ', more than the ' + fmt_bytes(ctx.usable_bytes or 0) + ' usable'}. "
-                   f"Sharding over {c.dp_degree} devices needs {fmt_bytes(mine.total_bytes)}."),
+        rationale=(
+            f"DDP keeps a full copy of weights, gradients and optimizer state on every "
+            f"device: {fmt_bytes(ddp.total_bytes)} per device"
+            f"{'' if fits else ', more than the ' + fmt_bytes(ctx.usable_bytes or 0) + ' usable'}. "
+            f"Sharding over {c.dp_degree} devices needs {fmt_bytes(mine.total_bytes)}."),
         snippet_id="distributed",
         values={"strategy": strategy, "nproc": min(ctx.num_devices, 8),
                 "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10},

@@ -45,7 +45,7 @@ def fuse_elementwise(prof: ModelProfile) -> ModelProfile:
             groups[(op.module, op.phase)].append(op)
         else:
             kept.append(op)
-    for (module, phase), ops in groups.items():
+    for (_module, phase), ops in groups.items():
         first = max(ops, key=lambda o: o.bytes_total)
         kept.append(dataclasses.replace(
             first, op="fused." + phase, count=min(o.count for o in ops),

@@ -95,9 +95,10 @@ class JupyterServer:
             try:
                 urllib.request.urlopen(url, timeout=1).read()
                 return
-            except OSError:
+            except OSError as exc:
                 if self.proc.poll() is not None:
-                    raise RuntimeError("jupyter exited:\n" + self.log_path.read_text()[-2000:])
+                    raise RuntimeError(
+                        "jupyter exited:\n" + self.log_path.read_text()[-2000:]) from exc
                 time.sleep(0.25)
         raise RuntimeError(f"jupyter {self.app} did not answer in {timeout_s} s")
 
@@ -163,7 +164,8 @@ class NotebookPage:
             return p.content.model.cells.get(i).executionCount !== null &&
                    p.sessionContext.session.kernel.status === 'idle'; }}""", arg=index,
                                     timeout=timeout_ms)
-        error = self.page.evaluate(f"""(i) => {{ const o = {PANEL}.content.model.cells.get(i).outputs;
+        error = self.page.evaluate(
+            f"""(i) => {{ const o = {PANEL}.content.model.cells.get(i).outputs;
             for (let j = 0; j < o.length; j++) {{ const d = o.get(j).toJSON();
               if (d.output_type === 'error') return d.ename + ': ' + d.evalue; }}
             return ''; }}""", index)
@@ -171,7 +173,8 @@ class NotebookPage:
             raise AssertionError(f"cell {index} raised {error}")
 
     def output_text(self, index: int) -> str:
-        return self.page.evaluate(f"""(i) => {{ const o = {PANEL}.content.model.cells.get(i).outputs;
+        return self.page.evaluate(
+            f"""(i) => {{ const o = {PANEL}.content.model.cells.get(i).outputs;
             let t = ''; for (let j = 0; j < o.length; j++) {{ const d = o.get(j).toJSON();
               t += [].concat(d.text || (d.data && d.data['text/plain']) || []).join(''); }}
             return t; }}""", index)

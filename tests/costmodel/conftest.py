@@ -21,9 +21,10 @@ TABLE_KEYS = ("gemm/simt", "gemm/tensor", "conv/simt", "elementwise/any", "norm/
 
 def make_spec(**overrides) -> HardwareSpec:
     """A made-up NVIDIA GPU: 1000 TFLOP/s bf16/fp16, 60 fp32, 3000 GB/s, NVLink 900 GB/s."""
-    fields = {"name": "Test GPU", "vendor": "NVIDIA", "kind": "gpu", "memory_gb": 80, "memory_bw_gbs": 3000,
-                  "fp32_tflops": 60, "tf32_tflops": 500, "bf16_tflops": 1000, "fp16_tflops": 1000,
-                  "fp8_tflops": 2000, "interconnect_bw_gbs": 900, "launch_overhead_us": 4.0}
+    fields = {"name": "Test GPU", "vendor": "NVIDIA", "kind": "gpu", "memory_gb": 80,
+                  "memory_bw_gbs": 3000, "fp32_tflops": 60, "tf32_tflops": 500,
+                  "bf16_tflops": 1000, "fp16_tflops": 1000, "fp8_tflops": 2000,
+                  "interconnect_bw_gbs": 900, "launch_overhead_us": 4.0}
     fields.update(overrides)
     return HardwareSpec(**fields)
 
@@ -41,9 +42,10 @@ def make_profile(ops, *, mode="infer", batch_size=8, num_params=1000, weights_by
     memory = MemoryBreakdown(weights_bytes=weights_bytes, grads_bytes=0, optimizer_bytes=0,
                              activations_bytes=0, inputs_bytes=0, peak_bytes=weights_bytes)
     fields = {"model_name": "hand", "model_type": "Hand", "mode": mode, "precision": "fp32",
-                  "optimizer": optimizer, "batch_size": batch_size, "seq_len": None, "num_params": num_params,
-                  "num_trainable_params": num_params, "flops_forward": fwd, "flops_backward": bwd,
-                  "flops_optimizer": 0.0, "memory": memory, "ops": tuple(ops), "num_blocks": num_blocks,
+                  "optimizer": optimizer, "batch_size": batch_size, "seq_len": None,
+                  "num_params": num_params, "num_trainable_params": num_params,
+                  "flops_forward": fwd, "flops_backward": bwd, "flops_optimizer": 0.0,
+                  "memory": memory, "ops": tuple(ops), "num_blocks": num_blocks,
                   "block_output_bytes": block_output_bytes}
     fields.update(overrides)
     return ModelProfile(**fields)

@@ -53,7 +53,8 @@ def test_op_families():
 
 def test_optimizer_fit_recovers_per_tensor_and_per_element_costs():
     # Steps generated from 50 us per tensor + 2 ns per element.
-    pts = [OptimizerPoint(optimizer="adamw", num_tensors=k, elements=n, seconds=50e-6 * k + 2e-9 * n)
+    pts = [OptimizerPoint(optimizer="adamw", num_tensors=k, elements=n,
+                          seconds=50e-6 * k + 2e-9 * n)
            for k, n in ((64, 2**18), (8, 2**23), (32, 2**23))]
     a, b = fit_optimizers(pts)["adamw"]
     assert a == pytest.approx(50e-6, rel=1e-6) and b == pytest.approx(2e-9, rel=1e-6)

@@ -102,8 +102,10 @@ def test_nvidia_and_amd_tensor_ratios_are_the_dense_ones(table):
     # On NVIDIA (Ampere and later) and AMD CDNA3 tensor cores TF32 runs at half the BF16 rate
     # and FP8 at twice it. A row mixing a sparse figure with dense ones breaks these ratios.
     for _, row in table[table["vendor"].isin(["NVIDIA", "AMD"])].iterrows():
-        if not math.isnan(row["tf32_tflops"]) and row["kind"] == "gpu" and "GeForce" not in row["name"]:
-            assert row["bf16_tflops"] / row["tf32_tflops"] == pytest.approx(2, rel=0.05), row["name"]
+        if (not math.isnan(row["tf32_tflops"]) and row["kind"] == "gpu"
+                and "GeForce" not in row["name"]):
+            assert row["bf16_tflops"] / row["tf32_tflops"] == pytest.approx(2, rel=0.05), (
+                row["name"])
         if not math.isnan(row["fp8_tflops"]):
             assert row["fp8_tflops"] / row["bf16_tflops"] == pytest.approx(2, rel=0.02), row["name"]
 
@@ -262,7 +264,8 @@ def test_no_sparse_headline_is_stored_as_dense(rows):
         ("NVIDIA B200", "fp4_tflops"): 18000, ("NVIDIA GB200", "bf16_tflops"): 5000,
         ("NVIDIA GeForce RTX 4090", "fp16_tflops"): 330.4,
         ("NVIDIA GeForce RTX 5090", "fp4_tflops"): 3352,
-        ("AMD Instinct MI300X", "fp8_tflops"): 5229.8, ("AMD Instinct MI300X", "bf16_tflops"): 2614.9,
+        ("AMD Instinct MI300X", "fp8_tflops"): 5229.8,
+        ("AMD Instinct MI300X", "bf16_tflops"): 2614.9,
         ("AMD Instinct MI355X", "fp4_tflops"): 20100, ("AWS Trainium2", "fp8_tflops"): 2563,
     }
     for (name, column), headline in sparse.items():

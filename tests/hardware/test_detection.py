@@ -22,7 +22,8 @@ model name\t: Intel(R) Xeon(R) Platinum 8480+
 cpu MHz\t\t: 2000.000
 physical id\t: {i // 4}
 core id\t\t: {(i // 2) % 2}
-flags\t\t: fpu sse sse4_2 avx avx2 fma f16c avx512f avx512bw avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8 aes"""
+flags\t\t: fpu sse sse4_2 avx avx2 fma f16c avx512f avx512bw """
+    "avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8 aes"
     for i in range(8)
 )
 MEMINFO = "MemTotal:       16384000 kB\nMemFree:         1000 kB\n"

@@ -34,7 +34,8 @@ class Net(nn.Module):
 def snapshot(model, x):
     return {
         "state": {k: v.detach().clone() for k, v in model.state_dict().items()},
-        "grads": {k: None if p.grad is None else p.grad.clone() for k, p in model.named_parameters()},
+        "grads": {k: None if p.grad is None else p.grad.clone()
+                  for k, p in model.named_parameters()},
         "requires_grad": {k: p.requires_grad for k, p in model.named_parameters()},
         "training": {k: m.training for k, m in model.named_modules()},
         "hooks": {k: (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))

@@ -167,7 +167,8 @@ def test_at_matches_a_fresh_profile(batch, seq):
     assert scaled.flops_forward == pytest.approx(fresh.flops_forward, rel=1e-9)
     assert scaled.flops_backward == pytest.approx(fresh.flops_backward, rel=1e-9)
     assert scaled.bytes_per_step == pytest.approx(fresh.bytes_per_step, rel=1e-6)
-    assert scaled.memory.activations_bytes == pytest.approx(fresh.memory.activations_bytes, rel=1e-6)
+    assert scaled.memory.activations_bytes == pytest.approx(fresh.memory.activations_bytes,
+                                                            rel=1e-6)
     # The peak is a maximum over the step's timeline, so only piecewise polynomial in (B, S):
     # the fit is exact for FLOPs, bytes and saved activations, close for the peak (<= 1.5 %
     # here, at sizes outside the traced grid).

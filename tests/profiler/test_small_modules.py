@@ -10,7 +10,8 @@ import aiadvisor as aa
 
 
 def ops(prof, phase=None, op=None):
-    return [o for o in prof.ops if (phase is None or o.phase == phase) and (op is None or o.op == op)]
+    return [o for o in prof.ops
+            if (phase is None or o.phase == phase) and (op is None or o.op == op)]
 
 
 def test_linear_flops_and_bytes():

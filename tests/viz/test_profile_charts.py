@@ -130,7 +130,8 @@ def test_module_chart_scales_flops_to_one_unit_and_keeps_order():
     left, right = spec["hconcat"]
     assert left["encoding"]["x"]["title"] == "GFLOP per step"  # largest 3.6e10 -> GFLOP
     rows = _values(spec, left)
-    mlp_fwd = next(r for r in rows if r["label"] == "blocks.*.mlp (Linear) ×6" and r["part"] == "forward")
+    mlp_fwd = next(r for r in rows
+                   if r["label"] == "blocks.*.mlp (Linear) ×6" and r["part"] == "forward")
     assert mlp_fwd["value"] == pytest.approx(12.0)  # 6 x 2e9 FLOP = 12 GFLOP
     assert left["encoding"]["y"]["sort"][0] == "blocks.*.mlp (Linear) ×6"
     assert right["encoding"]["x"]["title"] == "MiB"  # largest 12e6 B = 11.4 MiB
