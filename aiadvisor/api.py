@@ -93,7 +93,15 @@ class Report:
 
     @property
     def options(self) -> dict[str, Any]:
+        """The options this report was computed with, resolved (e.g. the precision the advisor
+        chose when none was given)."""
         return dict(self._advice.options)
+
+    @property
+    def pinned_options(self) -> dict[str, Any]:
+        """The options as the user gave them: None where the advisor chooses (an unpinned
+        precision stays unpinned through :meth:`with_options`)."""
+        return dict(self._advice.user_options)
 
     @property
     def notes(self) -> list[str]:

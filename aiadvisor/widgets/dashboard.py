@@ -30,6 +30,10 @@ TAB_TITLES = tuple(view.title for view in VIEWS)
 DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
+#: The precision dropdown's entry for "let the advisor choose" (an unpinned precision).
+AUTO = "auto"
+
+
 def option(report: Any, name: str, default: Any = None) -> Any:
     """One of the options a report was computed with (``report.options`` is a mapping or an
     object with attributes)."""
@@ -116,10 +120,10 @@ class Dashboard(W.VBox):
         counts = sorted({*DEVICE_COUNTS, devices})
         self.devices = W.SelectionSlider(options=counts, value=devices, description="devices",
                                          continuous_update=False, style=style)
-        self.precision = W.Dropdown(options=PRECISIONS,
-                                    value=option(report, "precision", profile.precision),
+        self.precision = W.Dropdown(options=self._precision_options(report),
+                                    value=self._precision_value(report),
                                     description="precision", style=style,
-                                    layout=W.Layout(width="180px"))
+                                    layout=W.Layout(width="200px"))
         names = self._hardware_names(report)
         self.hardware = W.Dropdown(options=names, value=option(report, "hardware", names[0]),
                                    description="target", style=style,
@@ -131,6 +135,18 @@ class Dashboard(W.VBox):
     def _controls(self) -> dict[str, W.Widget]:
         return {"batch_size": self.batch, "seq_len": self.seq, "num_devices": self.devices,
                 "precision": self.precision, "hardware": self.hardware}
+
+    @staticmethod
+    def _precision_options(report: Any) -> list[tuple[str, str]]:
+        """``auto`` (the advisor's choice, shown in brackets) and every precision."""
+        chosen = option(report, "precision")
+        label = f"auto ({chosen})" if chosen else AUTO
+        return [(label, AUTO), *((p, p) for p in PRECISIONS)]
+
+    @staticmethod
+    def _precision_value(report: Any) -> str:
+        pinned = getattr(report, "pinned_options", {}).get("precision")
+        return pinned or AUTO
 
     @staticmethod
     def _hardware_names(report: Any) -> list[str]:
@@ -146,7 +162,11 @@ class Dashboard(W.VBox):
         """Show the current report's options (after a change, or after a failed one)."""
         self._syncing = True
         try:
+            self.precision.options = self._precision_options(self._report)
+            self.precision.value = self._precision_value(self._report)
             for name, control in self._controls().items():
+                if name == "precision":
+                    continue
                 value = option(self._report, name)
                 if value is None or control.disabled:
                     continue
@@ -175,7 +195,8 @@ class Dashboard(W.VBox):
         with self._errors_shown():
             self.errors.outputs = ()  # (clear_output() would print escape codes without a kernel)
             name = change["owner"].option_name
-            self._report = self._report.with_options(**{name: change["new"]})
+            value = None if change["new"] == AUTO else change["new"]  # auto: unpinned
+            self._report = self._report.with_options(**{name: value})
             self._refresh()
 
     def _on_tab(self, change: dict) -> None:

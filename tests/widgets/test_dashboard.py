@@ -41,7 +41,10 @@ def _front_end_selects(slider, value):
 def test_controls_start_at_the_reports_options(dash, report):
     assert dash.batch.value == report.profile.batch_size == 16
     assert dash.devices.value == 1
-    assert dash.precision.value == report.options["precision"]
+    # No precision was given: the dropdown says "auto" and names the advisor's choice.
+    assert report.pinned_options["precision"] is None
+    assert dash.precision.value == "auto"
+    assert dash.precision.label == f"auto ({report.options['precision']})"
     assert dash.hardware.value == TARGET
     # An MLP on (16, 64) has no sequence dimension: the slider is hidden.
     assert dash.seq.disabled and dash.seq.layout.display == "none"
@@ -81,6 +84,22 @@ def test_precision_and_devices_reach_the_report(dash):
     assert "× 8" in dash.header.value
 
 
+def test_precision_can_be_pinned_and_unpinned_again(dash, report):
+    auto = report.options["precision"]
+    pinned = "fp32" if auto != "fp32" else "bf16"
+    dash.precision.value = pinned
+    assert dash.report.pinned_options["precision"] == pinned
+    assert dash.report.prediction.precision == pinned
+    assert dash.precision.label == pinned
+    dash.precision.value = "auto"
+    assert dash.report.pinned_options["precision"] is None
+    assert dash.report.prediction.precision == auto
+    assert dash.precision.label == f"auto ({auto})"
+    # Unpinned stays unpinned when another control moves.
+    _front_end_selects(dash.batch, 32)
+    assert dash.precision.value == "auto" and dash.report.pinned_options["precision"] is None
+
+
 def test_report_notes_show_under_the_headline(dash):
     # fp8 on an A100 (no fp8 engine): the advisor explains the fallback in report.notes.
     dash.precision.value = "fp8"
@@ -113,7 +132,7 @@ def test_an_unexpected_error_shows_its_traceback(dash, monkeypatch):
     dash.precision.value = "fp16"
     text = dash.errors.outputs[-1]["text"]
     assert "Traceback" in text and "ZeroDivisionError: boom" in text
-    assert dash.precision.value == dash.report.options["precision"]
+    assert dash.precision.value == "auto"  # back to what the report shows
 
 
 def test_recommendation_cards_carry_code_and_the_cell(dash):
