@@ -15,7 +15,8 @@ round's prediction; interference from other tenants only ever slows a run down, 
 of several runs is the best estimate of the uncontended machine the prediction describes (the
 reasoning behind ``timeit``'s advice to take the minimum). The spread of the measured steps
 between rounds is printed too.
-Usage: ``python bench/costmodel_local_cpu.py`` (about four minutes on 2 cores).
+Usage: ``python bench/costmodel_local_cpu.py [--precision bf16]`` (about four minutes on 2
+cores; bf16 needs a CPU with native bf16).
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=7, help="measured steps per model")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="bf16: autocast training / bf16 inference (needs a CPU with native "
+                        "bf16, e.g. AVX512-BF16 or AMX)")
     parser.add_argument("--rounds", type=int, default=4,
                         help="benchmark + measure everything this many times; medians reported")
     args = parser.parse_args(argv)
@@ -89,15 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         spec = detect(benchmark=True, refresh=True, progress=False)
         # Baseline: the same measured peak, bandwidth and per-op overhead, efficiency 1.
         unmeasured = dataclasses.replace(spec, measured=False)
-        print(f"round {r + 1}: {spec.name}: fp32 {spec.fp32_tflops * 1e3:.1f} GFLOP/s (best "
+        peak = spec.peak_tflops(args.precision) or float("nan")
+        print(f"round {r + 1}: {spec.name}: {args.precision} {peak * 1e3:.1f} GFLOP/s (best "
               f"measured matmul), {spec.memory_bw_gbs:.1f} GB/s, {spec.launch_overhead_us:.1f} "
               "us per op", flush=True)
         for name, model, inputs in models:
             for mode in ("train", "infer"):
                 prof = aa.profile(model, inputs, mode=mode, optimizer="adamw", measure=True,
-                                  measure_steps=args.steps, scaling=False)
-                pred = predict(prof, hardware=spec, precision="fp32")
-                roof = predict(prof, hardware=unmeasured, precision="fp32", model=exact)
+                                  measure_steps=args.steps, scaling=False,
+                                  precision=args.precision)
+                pred = predict(prof, hardware=spec, precision=args.precision)
+                roof = predict(prof, hardware=unmeasured, precision=args.precision, model=exact)
                 results.setdefault((name, mode), []).append(
                     (prof.measured_step_time_s, pred.step_time_s, pred.low_s, pred.high_s,
                      roof.step_time_s))

@@ -78,6 +78,10 @@ def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> Parallel
     return parallel
 
 
+#: Precisions whose calibrated CPU predictions missed by more than the +-20 % band on average
+#: (bench/costmodel_local_cpu.py --precision bf16: 24 % MAPE over 12 configurations).
+CPU_LOW_CONFIDENCE_PRECISIONS = ("bf16", "fp16")
+
 _CURVES: dict[tuple, tuple[object, LocalCalibration | None]] = {}
 
 
@@ -112,7 +116,13 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         level = "medium"
         notes.append("Calibrated with this device's own benchmark: matmul throughput per size, "
                      "memory bandwidth and per-op overhead, and where timed, each op's and "
-                     "optimizer step's measured time per size (FP32).")
+                     "optimizer step's measured time per size and dtype.")
+        if spec.kind == "cpu" and precision in CPU_LOW_CONFIDENCE_PRECISIONS:
+            level = "low"
+            notes.append(f"{precision} steps on a CPU: kernels vary more with shape than in "
+                         "FP32 (e.g. attention backward at odd sequence lengths); on the "
+                         "development CPU such predictions were about 25 % fast on average, "
+                         "FP32 ones about 12 % (bench/costmodel_local_cpu.py).")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "

@@ -5,9 +5,13 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
 (:mod:`aiadvisor.hardware.calibrate`). Here they become per-call time functions:
 
 * **GEMMs** (``mm``, ``addmm``, ``bmm``...): on a CPU, the timed linear-layer GEMMs of the same
-  phase (forward, or the backward pair of input and weight gradients) at the same FLOPs per
-  call; elsewhere, and for convolutions and recurrent layers, the measured matmul curve (see
-  ``predict._curve_slowdowns``).
+  phase (forward, or the backward pair of input and weight gradients) and dtype at the same
+  FLOPs per call; elsewhere, and for convolutions and recurrent layers, the measured matmul
+  curve (see ``predict._curve_slowdowns``).
+Each op is looked up in the dtype it runs in at the predicted precision (FP32, or the 16-bit
+type where the grid timed it: 16-bit elementwise kernels on a CPU are no faster per element than
+FP32 ones, so halving the bytes would halve the time wrongly).
+
 * **An op that was timed** (same aten name): log-log interpolation of seconds against its work
   (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
   time grows in proportion to the work; below the smallest it shrinks in proportion down to the
@@ -102,58 +106,67 @@ class LocalCalibration:
 
     matmul: list = field(default_factory=list)
     """``[(n, tflops)]`` of square matmuls at the predicted precision."""
-    curves: dict[str, SizeCurve] = field(default_factory=dict)
-    """By aten name (``aten.gelu``), and by family for GEMMs (``gemm-forward``)."""
-    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Family -> timed op names of that family."""
+    curves: dict[tuple[str, str], SizeCurve] = field(default_factory=dict)
+    """By (aten name, dtype), e.g. ``("aten.gelu", "float32")``; GEMMs by (family, dtype),
+    e.g. ``("gemm-forward", "bfloat16")``."""
+    families: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    """(family, dtype) -> timed op names of that family."""
     optimizer: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Optimizer -> (seconds per tensor, seconds per element)."""
     date: str = ""
 
     @classmethod
     def from_benchmark(cls, result, precision: str) -> LocalCalibration:
-        """From a :class:`~aiadvisor.hardware.bench.BenchmarkResult`. The op grid is timed in
-        FP32: its GEMM curves serve FP32 (and TF32) only; its memory-bound curves serve every
-        precision at the precision's bytes (an estimate for 16-bit steps)."""
+        """From a :class:`~aiadvisor.hardware.bench.BenchmarkResult`. Curves are kept per dtype
+        of the timed tensors (FP32, and the 16-bit types the device runs natively); an op is
+        looked up in the dtype it runs in at the predicted precision."""
         matmul = result.curve("fp32" if precision == "tf32" else precision) or []
         floor = max(float(result.launch_overhead_us), 0.0) * 1e-6
-        by_op: dict[str, list[tuple[float, float]]] = {}
-        family_ops: dict[str, list[str]] = {}
+        by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        family_ops: dict[tuple[str, str], list[str]] = {}
         for p in result.ops:
             work = p.flops if _flop_curve(p.family) else p.num_bytes
-            if work > 0 and p.seconds > 0:
-                if p.family.startswith("gemm-"):
-                    # Timed in FP32: other precisions keep their own matmul curve.
-                    if precision in ("fp32", "tf32"):
-                        by_op.setdefault(p.family, []).append((work, p.seconds))
-                    continue
-                by_op.setdefault(p.op, []).append((work, p.seconds))
-                family_ops.setdefault(p.family, [])
-                if p.op not in family_ops[p.family]:
-                    family_ops[p.family].append(p.op)
-        curves = {op: _size_curve(pts, floor) for op, pts in by_op.items()}
+            if work <= 0 or p.seconds <= 0:
+                continue
+            dtype = getattr(p, "dtype", "float32")
+            if p.family.startswith("gemm-"):
+                by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
+                continue
+            by_key.setdefault((p.op, dtype), []).append((work, p.seconds))
+            ops = family_ops.setdefault((p.family, dtype), [])
+            if p.op not in ops:
+                ops.append(p.op)
+        curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
                    optimizer=fit_optimizers(result.optimizer), date=result.date)
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
-                   flops_per_call: np.ndarray) -> np.ndarray:
-        """Seconds per call of each op from the op or family curves; NaN where neither was
-        measured (vectorised per curve)."""
+                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
+        """Seconds per call of each op from its own curve, else its family's median, in the
+        op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
+        with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
+        does not (the matmul curve of the precision serves it)."""
         out = np.full(len(names), np.nan)
-        keys = [None if fam is None else (fam if fam.startswith("gemm-") else name)
-                for name, fam in zip(names, families)]
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, (key, fam) in enumerate(zip(keys, families)):
-            if key is not None:
-                groups.setdefault((key, fam), []).append(i)
-        for (key, fam), rows in groups.items():
+        if dtypes is None:
+            dtypes = np.full(len(names), "float32", dtype=object)
+        groups: dict[tuple[str, str, str], list[int]] = {}
+        for i, (name, fam, dtype) in enumerate(zip(names, families, dtypes)):
+            if fam is not None:
+                key = fam if fam.startswith("gemm-") else name
+                groups.setdefault((key, fam, dtype), []).append(i)
+        for (key, fam, dtype), rows in groups.items():
             work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
-            if key in self.curves:
-                out[rows] = self.curves[key].seconds(work)
-            elif self.families.get(fam):
-                out[rows] = np.median([self.curves[o].seconds(work)
-                                       for o in self.families[fam]], axis=0)
+            tries = [dtype] if fam.startswith("gemm-") else list(dict.fromkeys((dtype,
+                                                                                "float32")))
+            for dt in tries:
+                if (key, dt) in self.curves:
+                    out[rows] = self.curves[(key, dt)].seconds(work)
+                    break
+                if self.families.get((fam, dt)):
+                    out[rows] = np.median([self.curves[(o, dt)].seconds(work)
+                                           for o in self.families[(fam, dt)]], axis=0)
+                    break
         return out
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:

@@ -132,15 +132,17 @@ def _calibration(item) -> LocalCalibration | None:
 
 
 def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
-             measured_precision: bool, curves=None) -> dict[str, np.ndarray]:
+             measured_precision: bool, curves=None,
+             op_dtypes: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each.
 
     Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``: one
     :class:`~aiadvisor.costmodel.local.LocalCalibration`, bare matmul curve or None per device):
     GEMM-like ops take ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak,
     bandwidth and per-op overhead and the GEMM efficiency ``eff`` read off the measured matmul
-    curve; ops and optimizer steps the device's op grid timed (by name or family) take the
-    measured time at their size; the rest the roofline on the measured figures (P10/P90 +-20 %).
+    curve; ops and optimizer steps the device's op grid timed (by name or family, in the dtype
+    ``op_dtypes`` says each op runs in) take the measured time at their size; the rest the
+    roofline on the measured figures (P10/P90 +-20 %).
     """
     y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision)
     y_compute = y_memory = y_launch = y
@@ -167,19 +169,19 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
     }
     for d, cal in enumerate(cals):
         if cal is not None and (cal.curves or cal.optimizer):
-            _measured_op_times(parts, d, cal, work, float(devs.launch_s[d, 0]))
+            _measured_op_times(parts, d, cal, work, float(devs.launch_s[d, 0]), op_dtypes)
     return parts
 
 
 def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibration,
-                       work: DeviceWork, launch: float) -> None:
+                       work: DeviceWork, launch: float, op_dtypes: np.ndarray | None) -> None:
     """Overwrite device ``d``'s times of the ops its calibration timed (in place)."""
     # Recurrent layers run seq_len small GEMMs a call: they keep the matmul curve at the step size.
     families = np.array([None if div > 1 else op_family(n, c, ph) for n, c, ph, div in
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
-    total = cal.op_seconds(work.name, families, work.bytes_per_call,
-                           work.flops_per_call) * work.count
+    total = cal.op_seconds(work.name, families, work.bytes_per_call, work.flops_per_call,
+                           op_dtypes) * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))
@@ -286,6 +288,17 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
     return total
 
 
+def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np.ndarray:
+    """The dtype each op runs in at ``precision``: its traced element size times its byte
+    factor (4 -> float32, 2 -> the precision's 16-bit type; anything else, e.g. FP8 GEMMs or
+    integer outputs, "other"). Ops appended after the records (AMP casts) count as float32."""
+    elem = ops.trace_bytes_per_element * factors
+    half = "float16" if precision == "fp16" else "bfloat16"
+    dtypes = np.where(np.isclose(elem, 4.0), "float32",
+                      np.where(np.isclose(elem, 2.0), half, "other")).astype(object)
+    return np.concatenate([dtypes, np.full(n - len(dtypes), "float32", dtype=object)])
+
+
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
                curves=None) -> StepParts:
@@ -293,7 +306,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
     work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel)
-    parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves)
+    parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves,
+                     op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
+                     if curves else None)
     mult = np.ones(len(work.count))
     if parallel.checkpointing == "full":
         mult = np.where(work.phase == "forward", 2.0, mult)        # the forward runs twice

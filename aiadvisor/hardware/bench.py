@@ -51,7 +51,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
            "fp16": "fp16_tflops"}
@@ -416,6 +416,9 @@ def _resolve_config(device: Any, sizes: Sequence[int] | None, precisions: Sequen
             raise InvalidArgumentError(
                 f"op_elements={elements!r} is not valid: expected positive integers.")
         config["op_elements"] = list(elements)
+        # The grid runs in FP32 and in each 16-bit type the matmul benchmark measures natively.
+        config["op_dtypes"] = ["float32"] + [_DTYPES[p] for p in precisions
+                                             if p in ("bf16", "fp16")]
     return config, skipped
 
 
@@ -483,8 +486,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     dev, sync = _torch_device(device.backend), _sync_fn(torch, device.backend)
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
-        total_steps += (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                        + (len(LINEAR_SHAPES) if device.backend == "cpu" else 0) + 9)
+        per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
+                     + (len(LINEAR_SHAPES) if device.backend == "cpu" else 0))
+        total_steps += per_dtype * len(config["op_dtypes"]) + 9
     done = [0]
 
     def step(message: str) -> None:
@@ -506,13 +510,14 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         # A quarter of the matmul timing budget per point: ~70 points.
         op_time = min_time_s / 4
         elements = tuple(config["op_elements"])
+        dtypes = tuple(config["op_dtypes"])
         op_pts, op_skipped = op_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                        elements=elements, attention_seq=attention_grid(elements),
-                                       min_time_s=op_time, step=step)
+                                       min_time_s=op_time, step=step, dtypes=dtypes)
         skipped = {**skipped, **{f"op {k}": v for k, v in op_skipped.items()}}
         if device.backend == "cpu":  # GPU GEMMs: the matmul curve (these shapes are too small)
             op_pts += linear_points(torch, dev=dev, sync=sync, time_op=_time_op,
-                                    min_time_s=op_time, step=step)
+                                    min_time_s=op_time, step=step, dtypes=dtypes)
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                    min_time_s=op_time, step=step)
     report(1.0, f"done in {time.perf_counter() - started:.1f} s")

@@ -47,6 +47,9 @@ class OpPoint:
     num_bytes: float
     flops: float
     seconds: float
+    dtype: str = "float32"
+    """Element type of the op's tensors (the grid runs in FP32 and, where the device runs them
+    natively, in 16 bit)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,20 +62,20 @@ class OptimizerPoint:
     seconds: float
 
 
-def _memory_cases(torch: Any, n: int, dev: str) -> list[tuple[str, Callable[[], Any]]]:
-    """(family, thunk) pairs at about ``n`` elements per main tensor."""
+def _memory_cases(torch: Any, n: int, dev: str, f: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """(family, thunk) pairs at about ``n`` elements per main tensor of dtype ``f``."""
     aten = torch.ops.aten
-    f = torch.float32
     a, b = torch.randn(n, device=dev, dtype=f), torch.randn(n, device=dev, dtype=f)
     rows = torch.randn(max(n // 512, 1), 512, device=dev, dtype=f)
     hidden = rows.shape[1]
-    ln_w, ln_b = torch.ones(hidden, device=dev), torch.zeros(hidden, device=dev)
+    ln_w = torch.ones(hidden, device=dev, dtype=f)
+    ln_b = torch.zeros(hidden, device=dev, dtype=f)
     _, mean, rstd = aten.native_layer_norm(rows, [hidden], ln_w, ln_b, 1e-5)
     soft = aten._softmax(rows, -1, False)
     side = max(int((n // 64) ** 0.5) // 2 * 2, 2)
     img = torch.randn(1, 64, side, side, device=dev, dtype=f)
-    bn_w, bn_b = torch.ones(64, device=dev), torch.zeros(64, device=dev)
-    bn_rm, bn_rv = torch.zeros(64, device=dev), torch.ones(64, device=dev)
+    bn_w, bn_b = torch.ones(64, device=dev, dtype=f), torch.zeros(64, device=dev, dtype=f)
+    bn_rm, bn_rv = torch.zeros(64, device=dev, dtype=f), torch.ones(64, device=dev, dtype=f)
     _, bn_mean, bn_invstd = aten.native_batch_norm(img, bn_w, bn_b, bn_rm.clone(), bn_rv.clone(),
                                                    True, 0.1, 1e-5)
     pooled, idx = aten.max_pool2d_with_indices(img, [2, 2], [2, 2])
@@ -112,12 +115,12 @@ def _memory_cases(torch: Any, n: int, dev: str) -> list[tuple[str, Callable[[], 
     ]
 
 
-def _attention_cases(torch: Any, seq: int, dev: str) -> list[tuple[str, Callable[[], Any]]]:
+def _attention_cases(torch: Any, seq: int, dev: str, f: Any) -> list[tuple[str, Callable[[], Any]]]:
     """PyTorch's CPU flash-attention kernels (forward and backward) at one sequence length."""
     if dev != "cpu":
         return []
     aten = torch.ops.aten
-    q, k, v = (torch.randn(1, 16, seq, 64, device=dev) for _ in range(3))
+    q, k, v = (torch.randn(1, 16, seq, 64, device=dev, dtype=f) for _ in range(3))
     out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
     grad = torch.randn_like(out)
     return [
@@ -129,29 +132,33 @@ def _attention_cases(torch: Any, seq: int, dev: str) -> list[tuple[str, Callable
 
 def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
-                  step: Callable[[str], None], shapes=LINEAR_SHAPES) -> list[OpPoint]:
+                  step: Callable[[str], None], shapes=LINEAR_SHAPES,
+                  dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
     """Forward and backward GEMMs of linear layers. A backward point stands for one of its two
     GEMM calls (2 M K N FLOPs, half the measured time), as the profiler records them."""
     points = []
-    for m, k, n in shapes:
-        step(f"linear {m}x{k}x{n}")
-        x = torch.randn(m, k, device=dev, requires_grad=True)
-        w = torch.randn(n, k, device=dev, requires_grad=True)
-        b = torch.randn(n, device=dev, requires_grad=True)
-        flops = 2.0 * m * k * n
-        with torch.no_grad():
-            fwd = time_op(functools.partial(torch.nn.functional.linear, x, w, b), sync=sync,
-                          min_time_s=min_time_s)
-        points.append(OpPoint(op="aten.addmm", family="gemm-forward",
-                              num_bytes=4.0 * (m * k + k * n + n + m * n), flops=flops,
-                              seconds=fwd))
-        y = torch.nn.functional.linear(x, w)
-        g = torch.randn_like(y)
-        bwd = time_op(functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True),
-                      sync=sync, min_time_s=min_time_s)
-        points.append(OpPoint(op="aten.mm", family="gemm-backward",
-                              num_bytes=4.0 * (m * n + n * k + m * k), flops=flops,
-                              seconds=bwd / 2))
+    for dtype in dtypes:
+        f = getattr(torch, dtype)
+        size = torch.finfo(f).bits // 8
+        for m, k, n in shapes:
+            step(f"linear {dtype} {m}x{k}x{n}")
+            x = torch.randn(m, k, device=dev, dtype=f, requires_grad=True)
+            w = torch.randn(n, k, device=dev, dtype=f, requires_grad=True)
+            b = torch.randn(n, device=dev, dtype=f, requires_grad=True)
+            flops = 2.0 * m * k * n
+            with torch.no_grad():
+                fwd = time_op(functools.partial(torch.nn.functional.linear, x, w, b), sync=sync,
+                              min_time_s=min_time_s)
+            points.append(OpPoint(op="aten.addmm", family="gemm-forward",
+                                  num_bytes=size * (m * k + k * n + n + m * n), flops=flops,
+                                  seconds=fwd, dtype=dtype))
+            y = torch.nn.functional.linear(x, w)
+            g = torch.randn_like(y)
+            bwd = time_op(functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True),
+                          sync=sync, min_time_s=min_time_s)
+            points.append(OpPoint(op="aten.mm", family="gemm-backward",
+                                  num_bytes=size * (m * n + n * k + m * k), flops=flops,
+                                  seconds=bwd / 2, dtype=dtype))
     return points
 
 
@@ -171,30 +178,35 @@ def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:
 
 def op_points(torch: Any, *, dev: str, sync: Callable[[], None], time_op: Callable[..., float],
               elements: tuple[int, ...], attention_seq: tuple[int, ...], min_time_s: float,
-              step: Callable[[str], None]) -> tuple[list[OpPoint], dict[str, str]]:
-    """Time the op grid; returns the points and the ops skipped (with the reason)."""
+              step: Callable[[str], None], dtypes: tuple[str, ...] = ("float32",)
+              ) -> tuple[list[OpPoint], dict[str, str]]:
+    """Time the op grid in each of ``dtypes``; returns the points and the ops skipped (with the
+    reason)."""
     points: list[OpPoint] = []
     skipped: dict[str, str] = {}
-    grids = [(f"elements={n}", lambda n=n: _memory_cases(torch, n, dev)) for n in elements]
-    grids += [(f"attention seq={s}", lambda s=s: _attention_cases(torch, s, dev))
-              for s in attention_seq]
-    for label, build in grids:
-        step(f"ops {label}")
-        with torch.no_grad():
-            try:
-                cases = build()
-            except (RuntimeError, NotImplementedError) as exc:
-                skipped[label] = f"{type(exc).__name__}: {exc}"[:200]
-                continue
-            for family, fn in cases:
+    for dtype in dtypes:
+        f = getattr(torch, dtype)
+        grids = [(f"{dtype} elements={n}", functools.partial(_memory_cases, torch, n, dev, f))
+                 for n in elements]
+        grids += [(f"{dtype} attention seq={s}",
+                   functools.partial(_attention_cases, torch, s, dev, f)) for s in attention_seq]
+        for label, build in grids:
+            step(f"ops {label}")
+            with torch.no_grad():
                 try:
-                    op, num_bytes, flops = _count(torch, fn)
-                    seconds = time_op(fn, sync=sync, min_time_s=min_time_s)
+                    cases = build()
                 except (RuntimeError, NotImplementedError) as exc:
-                    skipped[f"{family} ({label})"] = f"{type(exc).__name__}: {exc}"[:200]
+                    skipped[label] = f"{type(exc).__name__}: {exc}"[:200]
                     continue
-                points.append(OpPoint(op=op, family=family, num_bytes=float(num_bytes),
-                                      flops=float(flops), seconds=seconds))
+                for family, fn in cases:
+                    try:
+                        op, num_bytes, flops = _count(torch, fn)
+                        seconds = time_op(fn, sync=sync, min_time_s=min_time_s)
+                    except (RuntimeError, NotImplementedError) as exc:
+                        skipped[f"{family} ({label})"] = f"{type(exc).__name__}: {exc}"[:200]
+                        continue
+                    points.append(OpPoint(op=op, family=family, num_bytes=float(num_bytes),
+                                          flops=float(flops), seconds=seconds, dtype=dtype))
     return points, skipped
 
 

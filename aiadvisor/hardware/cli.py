@@ -113,10 +113,10 @@ def calibration_text(result: Any) -> str:
     lines.append(f"  per-op overhead  {result.launch_overhead_us:.1f} us")
     if result.ops:
         lines.append("  op grid (GB/s moved at each size; attention and GEMMs: GFLOP/s):")
-        by_op: dict[str, list] = {}
+        by_op: dict[tuple[str, str], list] = {}
         for p in result.ops:
-            by_op.setdefault(p.op, []).append(p)
-        for op, points in by_op.items():
+            by_op.setdefault((p.op, p.dtype), []).append(p)
+        for (op, dtype), points in by_op.items():
             cells = []
             for p in sorted(points, key=lambda p: p.num_bytes):
                 if p.family == "attention" or p.family.startswith("gemm-"):
@@ -124,8 +124,8 @@ def calibration_text(result: Any) -> str:
                 else:
                     cells.append(f"{p.num_bytes / 2**20:.2f} MiB "
                                  f"{p.num_bytes / p.seconds / 1e9:.1f}")
-            lines.append(f"    {op.removeprefix('aten.'):44s} {points[0].family:11s} "
-                         + ", ".join(cells))
+            name = op.removeprefix("aten.")
+            lines.append(f"    {name:44s} {dtype:8s} {points[0].family:11s} " + ", ".join(cells))
     for name, (per_tensor, per_element) in sorted(fit_optimizers(result.optimizer).items()):
         lines.append(f"  optimizer {name}: {per_tensor * 1e6:.1f} us per tensor + "
                      f"{per_element * 1e9:.2f} ns per element")

@@ -156,9 +156,6 @@ def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
         pred = predict(prof, hardware=cpu, precision="fp32")
         assert pred.step_time_s == pytest.approx(expected, rel=1e-9)
         assert pred.bound == "compute"
-    # The GEMM grid is FP32: a BF16 calibration has no GEMM curves (its matmul curve serves).
-    assert not any(k.startswith("gemm-") for k in
-                   LocalCalibration.from_benchmark(result, "bf16").curves)
     # Convolutions keep the square-matmul curve: 1 GFLOP at 0.1 TFLOP/s = 10 ms + 5 us.
     prof = make_profile([op("aten.convolution", "conv", "forward", flops=1e9, bytes_read=1e6)])
     assert predict(prof, hardware=cpu, precision="fp32").step_time_s == \
@@ -176,9 +173,12 @@ def test_the_shipped_calibration_is_a_default_grid_measurement():
     result = BenchmarkResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
     assert result.backend == "cpu" and result.torch_version.startswith("2.13.0")
     assert result.config["op_elements"] == list(CPU_ELEMENTS)
+    assert result.config["op_dtypes"] == ["float32", "bfloat16"]
     ops = {}
     for p in result.ops:
-        ops.setdefault((p.family, p.op), []).append(p)
+        if p.dtype == "float32":
+            ops.setdefault((p.family, p.op), []).append(p)
+    assert {p.dtype for p in result.ops} == {"float32", "bfloat16"}
     assert len([k for k in ops if not k[0].startswith("gemm-")]) == 25  # 23 + 2 attention
     assert all(len(v) == len(CPU_ELEMENTS) for (fam, _), v in ops.items()
                if fam not in ("attention", "gemm-forward", "gemm-backward"))
@@ -186,5 +186,69 @@ def test_the_shipped_calibration_is_a_default_grid_measurement():
     # add of 2^20 fp32 elements: two reads and one write of 4 MiB = 12 MiB.
     assert 12 * 2**20 in [p.num_bytes for p in ops[("elementwise", "aten.add")]]
     cal = LocalCalibration.from_benchmark(result, "fp32")
-    assert {"gemm-forward", "gemm-backward", "aten.gelu_backward"} <= set(cal.curves)
+    assert {("gemm-forward", "float32"), ("gemm-backward", "float32"),
+            ("aten.gelu_backward", "float32")} <= set(cal.curves)
     assert set(cal.optimizer) == {"adamw", "sgd", "sgd_momentum"}
+
+
+def test_ops_are_looked_up_in_the_dtype_they_run_in(monkeypatch):
+    # gelu timed in FP32 (1 MB: 200 us, 100 MB: 20 ms) and in BF16 at the same element counts
+    # (0.5 MB: 200 us, 50 MB: 20 ms: no faster per element). An FP32-traced gelu over 10 MB
+    # predicted in bf16 moves 5 MB of bf16: the BF16 curve says 2 ms (the FP32 curve would say
+    # 1 ms). Forward GEMMs: FP32 1 GFLOP in 20 ms, BF16 in 8 ms; bf16 uses the BF16 curve.
+    import dataclasses
+
+    from aiadvisor.costmodel import api
+
+    result = dataclasses.replace(_benchmark(), matmul=(
+        MatmulPoint(precision="fp32", n=1024, seconds=1.0, tflops=0.1),
+        MatmulPoint(precision="bf16", n=1024, seconds=1.0, tflops=0.4)), ops=(
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e6, flops=0, seconds=200e-6),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e8, flops=0, seconds=20e-3),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=5e5, flops=0, seconds=200e-6,
+                dtype="bfloat16"),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=5e7, flops=0, seconds=20e-3,
+                dtype="bfloat16"),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=2e-3),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e9, seconds=20e-3),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=0.8e-3,
+                dtype="bfloat16"),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e9, seconds=8e-3,
+                dtype="bfloat16"),
+    ))
+    cals = {p: LocalCalibration.from_benchmark(result, p) for p in ("fp32", "bf16")}
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cals[precision])
+    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
+                    bf16_tflops=0.4, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
+                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    gelu = make_profile([op("aten.gelu", "memory", "forward", bytes_read=5e6,
+                            bytes_written=5e6)])
+    assert predict(gelu, hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(2e-3, rel=1e-9)
+    assert predict(gelu, hardware=cpu, precision="bf16").step_time_s == \
+        pytest.approx(2e-3, rel=1e-9)
+    gemm = make_profile([op("aten.addmm", "gemm", "forward", flops=1e9, bytes_read=1e6)])
+    assert predict(gemm, hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(20e-3, rel=1e-9)
+    assert predict(gemm, hardware=cpu, precision="bf16").step_time_s == \
+        pytest.approx(8e-3, rel=1e-9)
+    # Without BF16 GEMM points, a bf16 GEMM keeps the bf16 matmul curve (0.4 TFLOP/s:
+    # 2.5 ms + 5 us), never the FP32 linear curve.
+    fp32_only = dataclasses.replace(result, ops=tuple(p for p in result.ops
+                                                      if p.dtype == "float32"))
+    cals["bf16"] = LocalCalibration.from_benchmark(fp32_only, "bf16")
+    assert predict(gemm, hardware=cpu, precision="bf16").step_time_s == \
+        pytest.approx(2.5e-3 + 5e-6, rel=1e-9)
+    # ... and a bf16 gelu falls back to the FP32 curve at its bf16 bytes (5 MB: 1 ms).
+    assert predict(gelu, hardware=cpu, precision="bf16").step_time_s == \
+        pytest.approx(1e-3, rel=1e-9)
+
+
+def test_16_bit_steps_on_a_calibrated_cpu_are_low_confidence(calibrated_cpu):
+    import dataclasses
+
+    cpu = dataclasses.replace(calibrated_cpu, bf16_tflops=0.4)
+    prof = make_profile([op("aten.gelu", "memory", "forward", bytes_read=5e6, bytes_written=5e6)])
+    assert predict(prof, hardware=cpu, precision="fp32").confidence == "medium"
+    bf16 = predict(prof, hardware=cpu, precision="bf16")
+    assert bf16.confidence == "low" and any("25 %" in n for n in bf16.notes)

@@ -175,3 +175,15 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
     assert f"an op grid ({2 * 23 + 2 * len(LINEAR_SHAPES)} timings of 25 ops)" in spec.notes
+
+
+def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
+    result = benchmark(cache_dir=tmp_path, progress=False,
+                       **{**TINY, "precisions": ("fp32", "bf16"), "ops": True,
+                          "op_elements": (2**10,)})
+    assert result.config["op_dtypes"] == ["float32", "bfloat16"]
+    adds = {p.dtype: p.num_bytes for p in result.ops if p.op == "aten.add"}
+    # Two reads and a write of 1024 elements: 12 KiB in fp32, 6 KiB in bf16.
+    assert adds == {"float32": 12 * 2**10, "bfloat16": 6 * 2**10}
+    gemm_dtypes = {p.dtype for p in result.ops if p.family == "gemm-forward"}
+    assert gemm_dtypes == {"float32", "bfloat16"}
