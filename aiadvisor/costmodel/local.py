@@ -8,10 +8,6 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   phase (forward, or the backward pair of input and weight gradients) and dtype at the same
   FLOPs per call; elsewhere, and for convolutions and recurrent layers, the measured matmul
   curve (see ``predict._curve_slowdowns``).
-Each op is looked up in the dtype it runs in at the predicted precision (FP32, or the 16-bit
-type where the grid timed it: 16-bit elementwise kernels on a CPU are no faster per element than
-FP32 ones, so halving the bytes would halve the time wrongly).
-
 * **An op that was timed** (same aten name): log-log interpolation of seconds against its work
   (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
   time grows in proportion to the work; below the smallest it shrinks in proportion down to the
@@ -21,6 +17,10 @@ FP32 ones, so halving the bytes would halve the time wrongly).
 * **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
   the same optimizer (Adam uses AdamW's).
 * Anything else keeps the roofline on the measured bandwidth plus the per-op overhead.
+
+Each op is looked up in the dtype it runs in at the predicted precision (FP32, or the 16-bit
+type where the grid timed it: 16-bit elementwise kernels on a CPU are no faster per element than
+FP32 ones, so halving the bytes would halve the time wrongly).
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
                   "index_add_", "scatter_add_"),
 }
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
-#: Elements per FLOP count of an optimizer record (the profiler's optimizer FLOPs per element).
+#: FLOPs per parameter element of an optimizer record, as the profiler counts them
+#: (``aiadvisor.profiler._OPTIMIZER_TRAFFIC``; a test keeps the two equal): elements = FLOPs / this.
 OPTIMIZER_FLOPS_PER_ELEMENT = {"adamw": 14.0, "adam": 13.0, "sgd_momentum": 3.0, "sgd": 2.0}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
                      "sgd": "sgd"}
