@@ -81,15 +81,22 @@ def _benchmark():
         bandwidth=(), launch_overhead_us=5.0, ops=ops, optimizer=opt)
 
 
+def _local_cpu(**overrides):
+    """A benchmarked CPU: 0.1 TFLOP/s fp32, 10 GB/s, 5 us per op."""
+    fields = {"name": "Local CPU", "vendor": "AMD", "kind": "cpu", "fp32_tflops": 0.1,
+              "bf16_tflops": None, "fp16_tflops": None, "tf32_tflops": None,
+              "fp8_tflops": None, "memory_bw_gbs": 10, "launch_overhead_us": 5.0,
+              "measured": True}
+    return make_spec(**{**fields, **overrides})
+
+
 @pytest.fixture
 def calibrated_cpu(monkeypatch):
     from aiadvisor.costmodel import api
 
     cal = LocalCalibration.from_benchmark(_benchmark(), "fp32")
     monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
-    return make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
-                     bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
-                     memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    return _local_cpu()
 
 
 def test_timed_op_takes_its_measured_time(calibrated_cpu):
@@ -146,9 +153,7 @@ def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
     ))
     cal = LocalCalibration.from_benchmark(result, "fp32")
     monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
-    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
-                    bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
-                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    cpu = _local_cpu()
     # 1e9 FLOPs forward: 20 ms; backward: 40 ms; sqrt(1e8 * 1e9) forward: sqrt(4 * 20) ms.
     for phase, flops, expected in (("forward", 1e9, 20e-3), ("backward", 1e9, 40e-3),
                                    ("forward", math.sqrt(1e17), math.sqrt(80) * 1e-3)):
@@ -200,27 +205,25 @@ def test_ops_are_looked_up_in_the_dtype_they_run_in(monkeypatch):
 
     from aiadvisor.costmodel import api
 
+    def gelu_pts(dtype, points):
+        return [OpPoint(op="aten.gelu", family="activation", num_bytes=b, flops=0, seconds=t,
+                        dtype=dtype) for b, t in points]
+
+    def gemm_pts(dtype, points):
+        return [OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=f, seconds=t,
+                        dtype=dtype) for f, t in points]
+
     result = dataclasses.replace(_benchmark(), matmul=(
         MatmulPoint(precision="fp32", n=1024, seconds=1.0, tflops=0.1),
         MatmulPoint(precision="bf16", n=1024, seconds=1.0, tflops=0.4)), ops=(
-        OpPoint(op="aten.gelu", family="activation", num_bytes=1e6, flops=0, seconds=200e-6),
-        OpPoint(op="aten.gelu", family="activation", num_bytes=1e8, flops=0, seconds=20e-3),
-        OpPoint(op="aten.gelu", family="activation", num_bytes=5e5, flops=0, seconds=200e-6,
-                dtype="bfloat16"),
-        OpPoint(op="aten.gelu", family="activation", num_bytes=5e7, flops=0, seconds=20e-3,
-                dtype="bfloat16"),
-        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=2e-3),
-        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e9, seconds=20e-3),
-        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=0.8e-3,
-                dtype="bfloat16"),
-        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e9, seconds=8e-3,
-                dtype="bfloat16"),
+        *gelu_pts("float32", [(1e6, 200e-6), (1e8, 20e-3)]),
+        *gelu_pts("bfloat16", [(5e5, 200e-6), (5e7, 20e-3)]),
+        *gemm_pts("float32", [(1e8, 2e-3), (1e9, 20e-3)]),
+        *gemm_pts("bfloat16", [(1e8, 0.8e-3), (1e9, 8e-3)]),
     ))
     cals = {p: LocalCalibration.from_benchmark(result, p) for p in ("fp32", "bf16")}
     monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cals[precision])
-    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
-                    bf16_tflops=0.4, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
-                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    cpu = _local_cpu(bf16_tflops=0.4)
     gelu = make_profile([op("aten.gelu", "memory", "forward", bytes_read=5e6,
                             bytes_written=5e6)])
     assert predict(gelu, hardware=cpu, precision="fp32").step_time_s == \
