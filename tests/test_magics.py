@@ -290,7 +290,7 @@ def test_quoted_values_lose_their_quotes(ip):
 # --- %advise --verify: measured vs predicted on the attached device -------------------------
 @pytest.fixture
 def small_benchmark(monkeypatch, tmp_path):
-    """hardware="local" benchmarks the attached device; its defaults take ~15 s on 2 shared
+    """hardware="local" benchmarks the attached device; its defaults take ~15-20 s on 2 shared
     cores, so this runs a smaller (still measured) benchmark, cached in tmp_path."""
     import functools
 

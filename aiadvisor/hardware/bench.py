@@ -452,8 +452,8 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     ops : bool
         Also time the op grid of :mod:`aiadvisor.hardware.calibrate` (elementwise,
         activation, dropout-mask, normalisation, pooling, embedding and attention ops at several
-        sizes, and optimizer steps); the cost model reads these curves for ``hardware="local"``.
-        About 10 s more on a 2-core CPU.
+        sizes, in FP32 and in each native 16-bit type, and optimizer steps); the cost model reads
+        these curves for ``hardware="local"``. About 5 s more per dtype on a 2-core CPU.
     op_elements : sequence of int, optional
         Elements per tensor of that grid (default 16 K...8 M on a CPU, 64 K...64 M on a GPU).
 
@@ -461,7 +461,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     -------
     BenchmarkResult
         Per-size matmul TFLOP/s, copy/add bandwidth, launch overhead, date and versions.
-        On a 2-core CPU the defaults take about 15 s (half of it the op grid).
+        On a 2-core CPU the defaults take about 15-20 s (half of it the op grid).
     """
     import torch
 
@@ -507,7 +507,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     op_pts: list[OpPoint] = []
     opt_pts: list[OptimizerPoint] = []
     if config["ops"]:
-        # A quarter of the matmul timing budget per point: ~70 points.
+        # A quarter of the matmul timing budget per point: ~110 points per dtype.
         op_time = min_time_s / 4
         elements = tuple(config["op_elements"])
         dtypes = tuple(config["op_dtypes"])

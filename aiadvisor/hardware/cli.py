@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-detect", action="store_true",
                         help="do not detect the attached device")
     parser.add_argument("--benchmark", action="store_true",
-                        help="benchmark the attached device (cached; about 15 s on a 2-core CPU)")
+                        help="benchmark the attached device (cached; 15-20 s on a 2-core CPU)")
     parser.add_argument("--refresh", action="store_true",
                         help="with --benchmark: ignore the cached result and measure again")
 

@@ -379,7 +379,7 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
     benchmark : bool
         Also measure matmul throughput per supported precision, memory bandwidth, per-op
         launch overhead and the op grid the cost model reads for ``hardware="local"`` (about
-        15 s on a 2-core CPU; cached on disk, see :func:`~aiadvisor.hardware.benchmark`). The
+        15-20 s on a 2-core CPU; cached on disk, see :func:`~aiadvisor.hardware.benchmark`). The
         spec then has ``measured=True``.
     refresh : bool
         Ignore a cached benchmark and run it again.
