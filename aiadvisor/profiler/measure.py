@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -31,6 +33,24 @@ OPTIMIZER_CLASSES = {
 }
 
 
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 points at /dev/null inside the block (C++ logging included)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real descriptor 2 (embedded interpreters)
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def cpu_peak_bytes(fn) -> tuple[int, object]:
     """Peak bytes allocated by PyTorch's CPU allocator while ``fn()`` runs, from the profiler's
     allocation events (each carries its signed size), and ``fn``'s result."""
@@ -38,8 +58,16 @@ def cpu_peak_bytes(fn) -> tuple[int, object]:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    with torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = torch_profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    # Kineto writes a "profiler_start"/"profiler_stop" trace line to file descriptor 2 (which a
+    # notebook shows under the cell); only those two calls are silenced, never ``fn``.
+    with _stderr_silenced():
+        prof.start()
+    try:
         result = fn()
+    finally:
+        with _stderr_silenced():
+            prof.stop()
     sizes = []
     stack = list(prof.profiler.kineto_results.experimental_event_tree())
     while stack:

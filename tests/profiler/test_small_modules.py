@@ -130,3 +130,23 @@ def test_bf16_training_runs_gemms_in_bf16():
     assert prof.compute_dtype == "bfloat16" and prof.param_dtype == "float32"
     # FP32 master weights stay: weights, grads and AdamW state as in fp32
     assert prof.memory.weights_bytes == (64 * 64 + 64) * 4
+
+
+def test_measuring_prints_no_profiler_trace_lines_but_keeps_the_steps_output(capfd):
+    # Kineto writes "profiler_start"/"profiler_stop" to file descriptor 2 when the memory
+    # profiler starts and stops; a notebook would show them under the cell.
+    import os
+
+    import torch
+
+    from aiadvisor.profiler.measure import cpu_peak_bytes
+
+    def step():
+        os.write(2, b"written by the step\n")
+        return torch.ones(1024, 1024).sum()  # one 4 MiB allocation
+
+    peak, result = cpu_peak_bytes(step)
+    err = capfd.readouterr().err
+    assert "written by the step" in err
+    assert "profiler_start" not in err and "profiler_stop" not in err
+    assert peak >= 4 * 2**20 and float(result) == 1024 * 1024
