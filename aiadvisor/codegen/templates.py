@@ -215,10 +215,12 @@ if use_cuda:
 $model = $model.to(device)
 
 if strategy == "ddp":
-    # Every device holds the whole model; gradients are all-reduced.
+    # Every device holds the whole model; gradients are all-reduced. gradient_as_bucket_view:
+    # the gradients live in DDP's all-reduce buckets instead of beside them (saves one copy).
     from torch.nn.parallel import DistributedDataParallel
 
-    $model = DistributedDataParallel($model, device_ids=[local_rank] if use_cuda else None)
+    $model = DistributedDataParallel($model, device_ids=[local_rank] if use_cuda else None,
+                                     gradient_as_bucket_view=True)
 else:
     # FSDP (ZeRO-3): parameters, gradients and optimizer state sharded over the devices;
     # each block's parameters are all-gathered just before use and freed after.
