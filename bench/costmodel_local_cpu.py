@@ -16,7 +16,10 @@ of several runs is the best estimate of the uncontended machine the prediction d
 reasoning behind ``timeit``'s advice to take the minimum). The spread of the measured steps
 between rounds is printed too.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16]`` (about four minutes on 2
-cores; bf16 needs a CPU with native bf16).
+cores; bf16 needs a CPU with native bf16). On a GPU machine:
+``python bench/costmodel_local_cpu.py --device cuda --precision bf16 --batch-scale 16
+--catalog "NVIDIA H200" --rounds 2`` also compares the learned model's prediction for the catalog
+row of that GPU with the measured steps.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def build_models():
-    """(name, model, inputs) of the six kinds, small enough for a 2-core CPU."""
+def build_models(batch_scale: int = 1):
+    """(name, model, inputs) of the six kinds, small enough for a 2-core CPU; ``batch_scale``
+    multiplies every batch (e.g. 16 on a GPU, where these batches are launch-bound)."""
     import torch
     from torch import nn
     from transformers import BertConfig, BertModel, ViTConfig, ViTForImageClassification
@@ -45,15 +49,16 @@ def build_models():
     bert = BertModel(BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4,
                                 num_attention_heads=4, intermediate_size=1024,
                                 max_position_embeddings=256), add_pooling_layer=False)
-    out.append(("encoder (BERT 4x256)", bert, torch.randint(0, 8192, (8, 128))))
-    gpt, ids = examples.build("tiny-gpt", batch_size=8, seq_len=256)
+    k = batch_scale
+    out.append(("encoder (BERT 4x256)", bert, torch.randint(0, 8192, (8 * k, 128))))
+    gpt, ids = examples.build("tiny-gpt", batch_size=8 * k, seq_len=256)
     out.append(("decoder (GPT 4x256)", gpt, ids))
-    cnn, images = examples.build("cnn", batch_size=64)
+    cnn, images = examples.build("cnn", batch_size=64 * k)
     out.append(("CNN (3 conv blocks)", cnn, images))
     vit = ViTForImageClassification(ViTConfig(image_size=64, patch_size=8, hidden_size=192,
                                               num_hidden_layers=4, num_attention_heads=3,
                                               intermediate_size=768, num_labels=10))
-    out.append(("ViT (4x192, 64px)", vit, torch.randn(16, 3, 64, 64)))
+    out.append(("ViT (4x192, 64px)", vit, torch.randn(16 * k, 3, 64, 64)))
 
     class LSTMClassifier(nn.Module):
         def __init__(self):
@@ -66,8 +71,8 @@ def build_models():
             out, _ = self.lstm(self.embed(ids))
             return self.head(out[:, -1])
 
-    out.append(("LSTM (2x512)", LSTMClassifier(), torch.randint(0, 8192, (16, 64))))
-    mlp, x = examples.build("mlp", batch_size=512)
+    out.append(("LSTM (2x512)", LSTMClassifier(), torch.randint(0, 8192, (16 * k, 64))))
+    mlp, x = examples.build("mlp", batch_size=512 * k)
     out.append(("MLP (784-1024-1024-10)", mlp, x))
     return out
 
@@ -80,17 +85,28 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=7, help="measured steps per model")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="bf16: autocast training / bf16 inference (needs a CPU with native "
-                        "bf16, e.g. AVX512-BF16 or AMX)")
+    parser.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                        help="bf16/fp16: autocast training, 16-bit inference (on a CPU, bf16 "
+                        "needs native support, e.g. AVX512-BF16 or AMX)")
+    parser.add_argument("--device", default="cpu",
+                        help="where the models run: 'cpu' or the attached GPU ('cuda'); the "
+                        "device benchmark always measures the attached device")
+    parser.add_argument("--batch-scale", type=int, default=1,
+                        help="multiply every batch (e.g. 16 on a GPU)")
+    parser.add_argument("--catalog", default=None,
+                        help="also predict with this catalog row and the learned model (no "
+                        "calibration), e.g. 'NVIDIA H200'")
     parser.add_argument("--rounds", type=int, default=4,
                         help="benchmark + measure everything this many times; medians reported")
     args = parser.parse_args(argv)
     exact = _flat_model(load_model())
-    models = build_models()
-    results: dict[tuple[str, str], list[tuple[float, float, float, float, float]]] = {}
+    models = [(name, model.to(args.device), inputs.to(args.device))
+              for name, model, inputs in build_models(args.batch_scale)]
+    results: dict[tuple[str, str], list[tuple[float, ...]]] = {}
     for r in range(args.rounds):
         spec = detect(benchmark=True, refresh=True, progress=False)
+        if (spec.kind == "cpu") != (args.device == "cpu"):
+            parser.error(f"--device {args.device} but the attached device is {spec.name}")
         # Baseline: the same measured peak, bandwidth and per-op overhead, efficiency 1.
         unmeasured = dataclasses.replace(spec, measured=False)
         peak = spec.peak_tflops(args.precision) or float("nan")
@@ -104,15 +120,18 @@ def main(argv: list[str] | None = None) -> int:
                                   precision=args.precision)
                 pred = predict(prof, hardware=spec, precision=args.precision)
                 roof = predict(prof, hardware=unmeasured, precision=args.precision, model=exact)
+                cat = (predict(prof, hardware=args.catalog, precision=args.precision).step_time_s
+                       if args.catalog else float("nan"))
                 results.setdefault((name, mode), []).append(
                     (prof.measured_step_time_s, pred.step_time_s, pred.low_s, pred.high_s,
-                     roof.step_time_s))
+                     roof.step_time_s, cat))
     print(f"\n{'model':24s} {'mode':5s} {'measured':>9s} {'predicted (P10-P90)':>27s} "
           f"{'APE':>6s} {'roofline':>9s} {'APE':>6s} {'quiet meas':>10s} {'pred':>8s} "
           f"{'APE':>6s} {'spread':>6s}")
-    apes, roof_apes, quiet_apes, inside = [], [], [], 0
+    apes, roof_apes, quiet_apes, cat_apes, inside = [], [], [], [], 0
     for (name, mode), runs in results.items():
-        meas, pred, low, high, roof = (float(np.median(c)) for c in zip(*runs))
+        meas, pred, low, high, roof, cat = (float(np.median(c)) for c in zip(*runs))
+        cat_apes.append(abs(cat / meas - 1))
         q_meas, q_pred = min(r[0] for r in runs), min(r[1] for r in runs)
         spread = (max(r[0] for r in runs) - q_meas) / meas
         ape, roof_ape, q_ape = abs(pred / meas - 1), abs(roof / meas - 1), abs(q_pred / q_meas - 1)
@@ -123,10 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:24s} {mode:5s} {meas * 1e3:8.1f}ms {pred * 1e3:8.1f}ms "
               f"({low * 1e3:6.1f}-{high * 1e3:6.1f}) {ape:6.1%} {roof * 1e3:8.1f}ms "
               f"{roof_ape:6.1%} {q_meas * 1e3:8.1f}ms {q_pred * 1e3:6.1f}ms {q_ape:6.1%} "
-              f"{spread:6.0%}")
+              f"{spread:6.0%}" + (f"  catalog {cat * 1e3:8.1f}ms {abs(cat / meas - 1):6.1%}"
+                                  if args.catalog else ""))
     print(f"median: MAPE calibrated {np.mean(apes):.1%} (median {np.median(apes):.1%}, P90 "
           f"{np.percentile(apes, 90):.1%}), measured inside P10-P90 in {inside}/{len(apes)}; "
           f"plain roofline on the measured peaks {np.mean(roof_apes):.1%}.")
+    if args.catalog:
+        print(f"catalog row {args.catalog!r} with the learned model (no calibration): MAPE "
+              f"{np.mean(cat_apes):.1%} (median {np.median(cat_apes):.1%}).")
     print(f"quiet:  MAPE calibrated {np.mean(quiet_apes):.1%} (median "
           f"{np.median(quiet_apes):.1%}, P90 {np.percentile(quiet_apes, 90):.1%}). Goal <= 20 %. "
           f"{args.rounds} rounds; 'spread' = (max - min) / median of the measured step over the "
