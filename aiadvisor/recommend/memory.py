@@ -5,6 +5,10 @@ parameter, 2 bytes of 16-bit weights, 2 bytes of 16-bit gradients and 12 bytes o
 (fp32 master weights, momentum and variance) = 16 bytes; fp32 training keeps 4 + 4 + 8. ZeRO
 stage 1 shards the optimizer state over the data-parallel group, stage 2 also the gradients,
 stage 3 (FSDP) also the weights. Tensor and pipeline parallelism split every state first.
+Plans without ZeRO (DDP, tensor and pipeline parallel) run PyTorch's own mixed precision,
+``torch.autocast``, which counts differently: fp32 weights (the master copy) 4 + fp32 gradients 4
++ Adam's moments 8, plus the 16-bit copy autocast makes of each weight and keeps for backward, 2
+(reported as a working buffer) = 18 bytes at the peak.
 
 Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 Models"): a transformer layer saves ``s b h (34 + 5 a s / h)`` bytes in 16 bit; tensor parallel
@@ -46,6 +50,10 @@ INFER_WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "
 #: adds a 4-byte fp32 master copy to each (the optimizer updates the master, ZeRO section 3).
 _OPTIMIZER_STATE = {"adamw": (8, 12), "adam": (8, 12), "sgd_momentum": (4, 8), "sgd": (0, 4),
                     "none": (0, 0)}
+
+#: Bytes per weight of the 16-bit copies torch.autocast makes in forward and autograd keeps for
+#: backward (until each layer's backward has run): all of them are alive at the end of forward.
+AUTOCAST_COPY_BYTES = 2
 
 _DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
                 "float8_e5m2": 1, "int8": 1, "uint8": 1}
@@ -231,8 +239,9 @@ class DeviceMemory:
     optimizer_bytes: float
     activations_bytes: float
     gathered_bytes: float
-    """FSDP/ZeRO-3 working copies: one block's unsharded weights (plus the prefetched next one)
-    and its unsharded gradients before the reduce-scatter; ZeRO-Offload gradient buckets."""
+    """Working copies of the weights: FSDP/ZeRO-3's unsharded block (plus the prefetched next
+    one) and its unsharded gradients before the reduce-scatter; ZeRO-Offload gradient buckets;
+    autocast's 16-bit weight copies in plans without ZeRO."""
     other_bytes: float
     """Inputs and short-lived temporaries."""
     cpu_bytes: float
@@ -257,17 +266,26 @@ def _stage_params(prof: ModelProfile, pp: int) -> float:
 def model_state_memory(prof: ModelProfile, config: ParallelConfig, *,
                        precision: str) -> DeviceMemory:
     """Weights, gradients, optimizer state and FSDP working buffers on one device."""
-    w_b, g_b, o_b = state_bytes_per_param(mode=prof.mode, precision=precision,
-                                          optimizer=prof.optimizer)
     tp, dp, stage = config.tp_degree, config.dp_degree, config.zero_stage
     params = _stage_params(prof, config.pp_degree) / tp
     trainable = params * (prof.num_trainable_params / prof.num_params if prof.num_params else 0)
-    frozen_w = 2 if precision in _MIXED and prof.mode == "train" else w_b
+    gathered, cpu = 0.0, 0.0
+    if stage == 0 and precision in _MIXED and prof.mode == "train":
+        # PyTorch AMP (torch.autocast; DDP, tensor and pipeline parallel plans): the parameters
+        # stay fp32 and are the optimizer's master copy, gradients are fp32, and autocast's
+        # 16-bit copy of every weight is saved for backward: 4 + 4 + 8 (AdamW) + 2 at the peak.
+        w_b, g_b, o_b = state_bytes_per_param(mode="train", precision="fp32",
+                                              optimizer=prof.optimizer)
+        frozen_w = w_b
+        gathered = params * AUTOCAST_COPY_BYTES
+    else:
+        w_b, g_b, o_b = state_bytes_per_param(mode=prof.mode, precision=precision,
+                                              optimizer=prof.optimizer)
+        frozen_w = 2 if precision in _MIXED and prof.mode == "train" else w_b
     weights = trainable * w_b + (params - trainable) * frozen_w
     grads, opt = trainable * g_b, trainable * o_b
     unit = block_params(prof) / tp if prof.num_blocks else params  # one FSDP unit
     unit_trainable = unit * (trainable / params if params else 0)
-    gathered, cpu = 0.0, 0.0
     if stage >= 1:
         opt /= dp
     if stage >= 2:

@@ -350,8 +350,10 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     num_devices : int
         Devices in total; tensor parallel stays within nodes of 8.
     precision : str, default "bf16"
-        ``bf16``/``fp16``/``fp8`` training is mixed precision (ZeRO: 2 + 2 + 12 bytes per
-        parameter with Adam); ``fp32``/``tf32`` keep 4 + 4 + 8.
+        ``bf16``/``fp16``/``fp8`` training is mixed precision: ZeRO plans (DeepSpeed) keep
+        2 + 2 + 12 bytes per parameter with Adam; plans without ZeRO run ``torch.autocast``:
+        4 + 4 + 8 plus 2 bytes of 16-bit weight copies (in ``buffers_bytes``).
+        ``fp32``/``tf32`` keep 4 + 4 + 8.
 
     Returns
     -------

@@ -17,7 +17,8 @@ from .conftest import make_profile
 
 # Hand profile: 1e9 parameters, 10 blocks of 9e7 (1e8 outside the blocks: embedding + head),
 # each block saves 1e8 bytes of activations for the batch of 4 and outputs 1e7 bytes; 5e7 bytes
-# of activations outside the blocks. Mixed-precision AdamW: 2 + 2 + 12 bytes per parameter.
+# of activations outside the blocks. Mixed-precision AdamW: 2 + 2 + 12 bytes per parameter under
+# ZeRO; 4 + 4 + 8 plus 2 bytes of autocast weight copies in plans without ZeRO.
 HAND = {"num_params": 10**9, "num_blocks": 10, "block_params": 9 * 10**7, "block_act": 10**8,
         "block_out": 10**7, "other_act": 5 * 10**7, "batch_size": 4}
 ACT = 10 * 10**8 + 5 * 10**7  # 1.05e9 bytes of activations without checkpointing
@@ -48,10 +49,13 @@ def test_weight_only_formats_cannot_train():
 
 
 def test_ddp_replicates_every_state():
+    # torch.autocast: fp32 weights (the master copy), fp32 gradients, AdamW's two fp32 moments,
+    # and a bf16 copy of each weight saved for backward.
     m = _mem(ParallelConfig(dp_degree=8))
-    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (2e9, 2e9, 12e9)
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (4e9, 4e9, 8e9)
+    assert m.gathered_bytes == 2e9
     assert m.activations_bytes == ACT
-    assert m.total_bytes == 2e9 + 2e9 + 12e9 + ACT
+    assert m.total_bytes == 4e9 + 4e9 + 8e9 + 2e9 + ACT
 
 
 @pytest.mark.parametrize("stage,expected", [
@@ -72,7 +76,9 @@ def test_fsdp_keeps_a_gathered_block_and_its_gradients():
 
 def test_tensor_parallel_divides_states_and_activations():
     m = _mem(ParallelConfig(dp_degree=4, tp_degree=2))
-    assert (m.weights_bytes, m.optimizer_bytes) == pytest.approx((1e9, 6e9))
+    # half of 1e9 parameters: 4 B fp32 weights, 8 B moments, 2 B autocast copies each
+    assert (m.weights_bytes, m.optimizer_bytes, m.gathered_bytes) == pytest.approx(
+        (2e9, 4e9, 1e9))
     # Each device contributes 4 samples: a replica of 2 devices runs 8, and with sequence
     # parallelism each device stores half of them: the same bytes as DDP's 4 samples.
     assert m.activations_bytes == pytest.approx(ACT)
@@ -85,8 +91,9 @@ def test_tensor_parallel_divides_states_and_activations():
 
 def test_pipeline_first_stage_holds_pp_microbatches():
     m = _mem(ParallelConfig(dp_degree=4, pp_degree=2, num_microbatches=8))
-    # stage params: 5 blocks of 9e7 + half of the 1e8 outside the blocks = 5e8 -> 2 bytes each
-    assert m.weights_bytes == pytest.approx(1e9)
+    # stage params: 5 blocks of 9e7 + half of the 1e8 outside the blocks = 5e8 -> 4 bytes each
+    # (fp32 under autocast)
+    assert m.weights_bytes == pytest.approx(2e9)
     # A replica (2 devices x 4 samples) runs 8 micro-batches of 1 sample (1e8 / 4 per block):
     # 5 layers x 2 micro-batches in flight = as much as 10 layers of one (Korthikanti 4.2),
     # plus one sample's activations outside the blocks (5e7 / 4).
@@ -122,8 +129,16 @@ def test_fp32_training_doubles_activations_of_a_bf16_profile():
 
 
 def test_frozen_parameters_have_no_gradients_or_optimizer_state():
+    # autocast: all 1e9 weights fp32 (4e9) with bf16 copies (2e9); the 5e8 trainable ones have
+    # fp32 gradients (2e9) and two fp32 moments (4e9).
     m = _mem(ParallelConfig(), trainable=5 * 10**8)
-    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (2e9, 1e9, 6e9)
+    assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (4e9, 2e9, 4e9)
+    assert m.gathered_bytes == 2e9
+    # ZeRO-1 (DeepSpeed bf16): 16-bit weights for all, 16-bit gradients and 12 B of optimizer
+    # state (master, momentum, variance) for the trainable half, sharded over 8 devices.
+    z = _mem(ParallelConfig(dp_degree=8, zero_stage=1), trainable=5 * 10**8)
+    assert (z.weights_bytes, z.grads_bytes, z.optimizer_bytes) == pytest.approx(
+        (2e9, 1e9, 6e9 / 8))
 
 
 def test_inference_holds_quantized_weights_only():
