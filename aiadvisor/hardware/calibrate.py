@@ -1,6 +1,7 @@
 """Op-level calibration of the attached device: time a fixed grid of the ops models spend their
 non-GEMM time in (elementwise, activations, random masks, normalisations, reductions, pooling,
-embeddings, copies, CPU attention kernels) and one optimizer step, at several sizes.
+embeddings, copies, CPU attention kernels), linear-layer GEMMs (on a CPU) and optimizer steps, at
+several sizes, in FP32 and in each 16-bit type the device runs natively.
 
 Why: on a CPU the square-matmul benchmark and one streaming bandwidth say little about
 ``gelu_backward`` (transcendental maths, ~5x slower per byte than a copy), ``bernoulli_``
