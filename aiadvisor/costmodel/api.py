@@ -122,7 +122,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
             notes.append(f"{precision} steps on a CPU: kernels vary more with shape than in "
                          "FP32 (e.g. attention backward at odd sequence lengths); on the "
                          "development CPU such predictions were about 25 % fast on average, "
-                         "FP32 ones about 12 % (bench/costmodel_local_cpu.py).")
+                         "FP32 ones 7-13 % off (bench/costmodel_local_cpu.py).")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "
