@@ -25,6 +25,12 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
 MODES = ("train", "infer")
 OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "none")
 
+#: (tensors of optimizer traffic, FLOPs) per trainable element in one ``step()`` (torch.optim
+#: update rules): AdamW reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg,
+#: exp_avg_sq (7 tensors); ~14 FLOPs (lerp 3, mul+addcmul 4, sqrt+div+add 3, addcdiv 3, decay 1).
+#: SGD with momentum reads p, g, buf and writes buf, p (5); plain SGD reads p, g, writes p (3).
+OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), "sgd": (3, 2)}
+
 
 def fmt_bytes(num_bytes: float) -> str:
     """Format a byte count with binary units: ``fmt_bytes(3 * 1024**3) == '3.00 GiB'``."""

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..units import OPTIMIZER_TRAFFIC
+
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
 #: "memory" not listed are "elementwise"; class "embedding" is "embedding".
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -59,9 +61,6 @@ FAMILIES: dict[str, tuple[str, ...]] = {
                   "index_add_", "scatter_add_"),
 }
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
-#: FLOPs per parameter element of an optimizer record, as the profiler counts them
-#: (``aiadvisor.profiler._OPTIMIZER_TRAFFIC``; a test keeps the two equal): elements = FLOPs / this.
-OPTIMIZER_FLOPS_PER_ELEMENT = {"adamw": 14.0, "adam": 13.0, "sgd_momentum": 3.0, "sgd": 2.0}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
                      "sgd": "sgd"}
 
@@ -174,9 +173,9 @@ class LocalCalibration:
         """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled)."""
         opt = name.removeprefix("optimizer.")
         fit = self.optimizer.get(_OPTIMIZER_FIT_OF.get(opt, ""))
-        if fit is None or opt not in OPTIMIZER_FLOPS_PER_ELEMENT:
+        if fit is None or opt not in OPTIMIZER_TRAFFIC:
             return None
-        elements = flops / OPTIMIZER_FLOPS_PER_ELEMENT[opt]
+        elements = flops / OPTIMIZER_TRAFFIC[opt][1]
         return fit[0] * tensors + fit[1] * elements
 
 

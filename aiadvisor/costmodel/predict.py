@@ -123,21 +123,13 @@ def _curve_slowdowns(curve, work: DeviceWork) -> np.ndarray:
     return -np.log(np.maximum(np.interp(np.log(flops), sizes, frac), 1e-3))
 
 
-def _calibration(item) -> LocalCalibration | None:
-    """A device's calibration: a LocalCalibration, a bare matmul curve ``[(n, tflops)]``, or
-    None."""
-    if item is None or isinstance(item, LocalCalibration):
-        return item
-    return LocalCalibration(matmul=list(item)) if len(item) else None
-
-
 def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
              measured_precision: bool, curves=None,
              op_dtypes: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each.
 
     Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``: one
-    :class:`~aiadvisor.costmodel.local.LocalCalibration`, bare matmul curve or None per device):
+    :class:`~aiadvisor.costmodel.local.LocalCalibration` or None per device):
     GEMM-like ops take ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak,
     bandwidth and per-op overhead and the GEMM efficiency ``eff`` read off the measured matmul
     curve; ops and optimizer steps the device's op grid timed (by name or family, in the dtype
@@ -146,7 +138,7 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
     """
     y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision)
     y_compute = y_memory = y_launch = y
-    cals = [_calibration(c) for c in curves] if curves else []
+    cals = list(curves or [])
     if any(c is not None for c in cals):
         y_compute, y_memory, y_launch = y.copy(), y.copy(), y.copy()
         gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))

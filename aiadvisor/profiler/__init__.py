@@ -16,17 +16,12 @@ from typing import Any
 
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
 from ..schema import ModelProfile
-from ..units import MODES, OPTIMIZERS, PRECISIONS
+from ..units import MODES, OPTIMIZER_TRAFFIC, OPTIMIZERS, PRECISIONS
 from . import assemble
 from .scaling import evaluate, fit, grid
 
 __all__ = ["profile"]
 
-# Bytes of optimizer traffic and FLOPs per trainable element in one step() (torch.optim update
-# rules): AdamW reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq
-# (7 tensors); ~14 FLOPs (lerp 3, mul+addcmul 4, sqrt+div+add 3, addcdiv 3, decay 1).
-# SGD with momentum reads p, g, buf and writes buf, p (5); plain SGD reads p, g, writes p (3).
-_OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), "sgd": (3, 2)}
 
 
 def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: str = "adamw",
@@ -283,7 +278,7 @@ def _module_info(model, plan, starred) -> list[dict[str, Any]]:
 def _optimizer_op(optimizer: str, trainable) -> dict[str, Any]:
     num_elements = sum(p.numel() for p in trainable)
     elem = trainable[0].element_size() if trainable else 4
-    tensors, flops = _OPTIMIZER_TRAFFIC[optimizer]
+    tensors, flops = OPTIMIZER_TRAFFIC[optimizer]
     reads = tensors - (3 if tensors == 7 else 2 if tensors == 5 else 1)
     return {"op": f"optimizer.{optimizer}", "op_class": "optimizer", "phase": "optimizer",
             "module": "", "dtype": str(trainable[0].dtype).removeprefix("torch.") if trainable

@@ -308,9 +308,10 @@ def test_predict_table_over_catalog_has_every_supported_pair():
 def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
     # A benchmarked CPU: best matmul 0.1 TFLOP/s (at n=1024), 0.02 at n=128; 10 GB/s; 5 us/op.
     from aiadvisor.costmodel import api
+    from aiadvisor.costmodel.local import LocalCalibration
 
-    curve = [(128, 0.02), (1024, 0.1)]
-    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: curve)
+    cal = LocalCalibration(matmul=[(128, 0.02), (1024, 0.1)])
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
     cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
                     bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
                     memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
