@@ -47,6 +47,9 @@ class Report:
         Tactics that fired, each with its trigger, predicted gain and code.
     prediction : Prediction or None
         The cost model on the chosen device, precision and plan.
+    hardware_spec : HardwareSpec
+        The target device as resolved once (a catalog row, the detected device, its benchmark,
+        or a spec the user made): every table and view reads this, none looks it up again.
     options : dict
         hardware, num_devices, precision, batch_size, seq_len, mode (as used).
     notes : list of str
@@ -92,6 +95,12 @@ class Report:
         return self._advice.prediction
 
     @property
+    def hardware_spec(self) -> HardwareSpec:
+        """The target device's spec, resolved once when the report was made (or changed with
+        :meth:`with_options`); it need not be a catalog row."""
+        return self._spec
+
+    @property
     def options(self) -> dict[str, Any]:
         """The options this report was computed with, resolved (e.g. the precision the advisor
         chose when none was given)."""
@@ -115,7 +124,10 @@ class Report:
         ----------
         **changes
             Any of ``hardware``, ``num_devices``, ``precision``, ``batch_size``, ``seq_len``,
-            ``budget_usd_per_hour``.
+            ``budget_usd_per_hour``. ``hardware`` is a catalog name, a HardwareSpec (e.g.
+            ``report.hardware_spec`` of another report), ``"local"`` or None (the attached
+            device); a name equal to the current target's keeps the resolved spec (no second
+            lookup or benchmark).
 
         Examples
         --------
@@ -126,7 +138,7 @@ class Report:
         # The user's own options (an unpinned precision stays unpinned), not the resolved ones.
         options = replace_options(self._advice.user_options, changes)
         spec = self._spec
-        if "hardware" in changes:
+        if "hardware" in changes and changes["hardware"] != spec.name:
             spec = _resolve_hardware(changes["hardware"])
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
                          names=self._names, predictor=self._predictor)

@@ -124,8 +124,12 @@ class Dashboard(W.VBox):
                                     value=self._precision_value(report),
                                     description="precision", style=style,
                                     layout=W.Layout(width="200px"))
+        # The target the report was made for keeps its resolved spec (the attached device, its
+        # benchmark or a user-made spec need not be catalog rows): choosing it again passes
+        # the spec back, never its name for a second lookup.
+        self._own_specs = {report.hardware_spec.name: report.hardware_spec}
         names = self._hardware_names(report)
-        self.hardware = W.Dropdown(options=names, value=option(report, "hardware", names[0]),
+        self.hardware = W.Dropdown(options=names, value=report.hardware_spec.name,
                                    description="target", style=style,
                                    layout=W.Layout(width="320px"))
         for name, control in self._controls().items():
@@ -153,9 +157,9 @@ class Dashboard(W.VBox):
         frame = report.hardware
         column = "hardware" if "hardware" in frame.columns else "name"
         names = sorted({str(n) for n in frame[column]})
-        current = option(report, "hardware")
-        if current and current not in names:
-            names.insert(0, str(current))
+        current = report.hardware_spec.name
+        if current not in names:
+            names.insert(0, current)
         return names
 
     def _sync_controls(self) -> None:
@@ -196,7 +200,11 @@ class Dashboard(W.VBox):
             self.errors.outputs = ()  # (clear_output() would print escape codes without a kernel)
             name = change["owner"].option_name
             value = None if change["new"] == AUTO else change["new"]  # auto: unpinned
+            if name == "hardware":
+                value = self._own_specs.get(value, value)
             self._report = self._report.with_options(**{name: value})
+            spec = self._report.hardware_spec
+            self._own_specs.setdefault(spec.name, spec)
             self._refresh()
 
     def _on_tab(self, change: dict) -> None:

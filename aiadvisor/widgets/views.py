@@ -49,33 +49,23 @@ def _frame_key(frame: Any) -> Any:
     return (tuple(frame.columns), frame.to_json())
 
 
-def _target_spec(report: Any) -> Any:
-    spec = getattr(report, "hardware_spec", None)
-    if spec is not None:
-        return spec
-    from ..hardware import get
-
-    name = getattr(report.prediction, "hardware", None)
-    return get(name) if name else None
-
-
 class ProfileView(_View):
     title = "Profile"
 
     def render(self, report: Any) -> None:
         prof = report.profile
-        spec = _target_spec(report)
+        # The report's resolved target: never looked up again by name (the attached device or
+        # a user-made spec is not a catalog row).
+        spec = report.hardware_spec
         step = _fingerprint(prof)
         parts = [W.HTML(_summary_html(prof))]
-        device_bytes = spec.memory_bytes if spec is not None else None
-        name = spec.name if spec is not None else ""
+        device_bytes, name = spec.memory_bytes, spec.name
         parts.append(self.chart("memory", lambda: profile_charts.memory_chart(
             prof, device_memory_bytes=device_bytes, device_name=name), inputs=(step, name)))
         parts.append(self.chart("modules", lambda: profile_charts.module_chart(prof),
                                 inputs=step))
         precision = report.prediction.precision if report.prediction else prof.precision
-        if spec is not None and spec.memory_bw_gbs and (spec.peak_tflops(precision)
-                                                        or spec.fp32_tflops):
+        if spec.memory_bw_gbs and (spec.peak_tflops(precision) or spec.fp32_tflops):
             parts.append(self.chart("roofline", lambda: profile_charts.roofline_chart(
                 prof, spec, precision=precision), inputs=(step, name, precision)))
         self.box.children = parts
@@ -231,7 +221,7 @@ class ParallelView(_View):
 
     def render(self, report: Any) -> None:
         frame = report.parallel
-        spec = _target_spec(report)
+        spec = report.hardware_spec
         advice = frame.attrs.get("advice", "")
         parts: list[W.Widget] = [W.HTML(H.note(advice))] if advice else []
         if {"strategy", "memory_per_device_bytes"} <= set(frame.columns) and len(frame):
@@ -239,9 +229,8 @@ class ParallelView(_View):
             parts.append(self.chart("memory", lambda: plan_charts.memory_per_device_chart(
                 top, memory="memory_per_device_bytes", label="strategy",
                 fits="fits" if "fits" in top.columns else None,
-                device_memory_bytes=spec.memory_bytes if spec else None,
-                device_name=spec.name if spec else ""),
-                inputs=(_frame_key(top), spec.name if spec else "")))
+                device_memory_bytes=spec.memory_bytes, device_name=spec.name),
+                inputs=(_frame_key(top), spec.name)))
         best = frame["strategy"].iloc[0] if len(frame) and "strategy" in frame.columns else None
         table = _frame_table(frame, self.COLUMNS, highlight=lambda r: r.get("strategy") == best,
                              muted=lambda r: r.get("fits") is False)
