@@ -1,6 +1,13 @@
-"""``%load_ext aiadvisor`` + ``%advise model x`` in JupyterLab 4 and Notebook 7 (headless chromium),
-then a real click on the first "Insert below" button: the cell under the %advise cell must hold
-that recommendation's code. Screenshots (light and dark theme) go to artifacts/browser/.
+"""``%load_ext aiadvisor`` + ``%advise model x`` in JupyterLab 4 and Notebook 7 (headless chromium).
+
+Two scenarios in each front end:
+- default arguments on this machine's own device (no ``--hardware``: on a CPU-only machine the
+  target is the CPU, which is not a catalog row): every tab opens without an error box, the
+  batch and device sliders move by mouse drag as a user would, and "Insert below" puts the code
+  under the %advise cell;
+- a catalog GPU: a real click on the first "Insert below" button, the cell under the %advise
+  cell holds that recommendation's code, and the clipboard fallback.
+Screenshots (each tab; light and dark theme) go to artifacts/browser/.
 """
 
 from __future__ import annotations
@@ -143,6 +150,130 @@ def _run_scenario(jupyter, app: str, *, dark: bool) -> dict:
         server.delete_sessions()  # free the CPU for the next front end
 
 
+# --- default arguments on the attached device ---------------------------------------------------
+ADVISE_DEFAULT = "%load_ext aiadvisor\n%advise model x"
+STATE = """\
+import json
+_dash = get_ipython().find_magic("advise").__self__.last_view
+print(json.dumps({"batch": _dash.report.profile.batch_size,
+                  "devices": _dash.report.options["num_devices"],
+                  "target": _dash.report.hardware_spec.name,
+                  "kind": _dash.report.hardware_spec.kind,
+                  "errors": [o.get("text", "") for o in _dash.errors.outputs],
+                  "first": _dash.report.recommendations[0].code}))
+"""
+#: What an error looks like in a dashboard: a traceback or stderr in its Output, or a widget
+#: that failed to render.
+ERROR_BOXES = (".aiadvisor-dashboard [data-mime-type='application/vnd.jupyter.stderr'], "
+               ".aiadvisor-dashboard .jp-RenderedText[data-mime-type*='error']")
+
+
+def _slider_step_right(page, description: str) -> str:
+    """Drag a slider's handle right, as a mouse user does, until its readout shows the next value.
+
+    The drag moves a few pixels at a time and lets go as soon as the readout changes, so it
+    lands on the next option whatever the slider's width. (A keyboard step is not used: Notebook 7
+    does not pass arrow keys on to the handle.) Returns the readout after the drag.
+    """
+    slider = page.locator(".aiadvisor-controls .widget-slider", has_text=description).first
+    handle = slider.locator(".noUi-handle")
+    readout = slider.locator(".widget-readout")
+    before = readout.inner_text().strip()
+    box = handle.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for dx in range(2, 400, 2):
+        page.mouse.move(x + dx, y)
+        if readout.inner_text().strip() != before:
+            break
+    page.mouse.up()
+    return readout.inner_text().strip()
+
+
+def _wait_header(page, text: str) -> None:
+    page.locator(".aiadvisor-dashboard .aiadvisor-header", has_text=text).first.wait_for(
+        timeout=30_000)
+
+
+def _tab_problems(page) -> list[str]:
+    boxes = page.locator(ERROR_BOXES)
+    texts = [boxes.nth(i).inner_text() for i in range(boxes.count())]
+    failed = page.locator(".aiadvisor-dashboard", has_text="Error displaying widget")
+    return texts + (["Error displaying widget"] if failed.count() else [])
+
+
+def _run_default_scenario(jupyter, app: str) -> dict:
+    server, context = jupyter
+    name = f"default_{app}.ipynb"
+    write_notebook(server.root / name, [SETUP, ADVISE_DEFAULT, STATE, END])
+    page = context.new_page()
+    try:
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.goto(server.url(name, app))
+        nb = NotebookPage(page)
+        nb.wait_ready()
+        nb.set_theme("JupyterLab Light")
+        nb.run(0)
+        nb.run(1)  # raises if the cell shows an error
+        _wait_header(page, "per step on")
+        if OFFLINE_CHARTS:
+            page.locator(".aiadvisor-dashboard .vega-embed svg").first.wait_for(timeout=30_000)
+        problems = {}
+        for title in ("Profile", "Hardware", "Precision", "Parallelism", "Recommendations"):
+            _open_tab(page, title)
+            page.locator(".aiadvisor-dashboard .lm-TabBar-tab.lm-mod-current",
+                         has_text=title).first.wait_for(timeout=10_000)
+            time.sleep(0.5)  # the tab's content is drawn by the kernel on first opening
+            problems[title] = _tab_problems(page)
+            _shoot(page, f"{app}_default_{title.lower()}")
+        _open_tab(page, "Profile")
+        # The example batch is 32: one step right on the batch slider is 64, on devices 2.
+        _slider_step_right(page, "batch size")
+        _wait_header(page, "batch 64")
+        _slider_step_right(page, "devices")
+        _wait_header(page, "× 2")
+        _shoot(page, f"{app}_default_sliders")
+        problems["after sliders"] = _tab_problems(page)
+        _open_tab(page, "Recommendations")
+        button = page.locator(".aiadvisor-insert:visible").first
+        button.wait_for(timeout=30_000)
+        shown = page.locator(".aiadvisor-code:visible").first.inner_text()
+        button.click()
+        inserted = nb.wait_source(2, shown)
+        _shoot(page, f"{app}_default_inserted")
+        nb.run(3)  # STATE, moved down by the inserted cell
+        state = json.loads(nb.output_text(3).strip().splitlines()[-1])
+        return {"inserted": inserted, "shown": shown, "state": state, "problems": problems,
+                "sources": nb.sources(), "console": console}
+    except Exception:
+        _shoot(page, f"{app}_default_ERROR")
+        raise
+    finally:
+        page.close()
+        server.delete_sessions()
+
+
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_default_arguments_on_this_machine(jupyter, app):
+    import aiadvisor as aa
+
+    result = _run_default_scenario(jupyter, app)
+    state = result["state"]
+    # No --hardware: the target is the attached device as detect() names it (on a CPU-only
+    # machine, the CPU, which no catalog lookup knows).
+    assert state["target"] == aa.hardware.detect().name
+    assert result["problems"] == {k: [] for k in result["problems"]}, result["problems"]
+    assert (state["batch"], state["devices"]) == (64, 2)
+    assert state["errors"] == []
+    assert result["inserted"], result["sources"]
+    assert result["sources"][1] == ADVISE_DEFAULT
+    assert result["sources"][2].strip() == result["shown"].strip()
+    assert not [e for e in result["console"] if "aiadvisor" in e or "anywidget" in e], result
+
+
+# --- a catalog device: insert, copy fallback, themes -------------------------------------------
 @pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_insert_below_puts_the_recommendation_under_the_advise_cell(jupyter, app):
     result = _run_scenario(jupyter, app, dark=app == "lab")
