@@ -21,11 +21,17 @@ _LAZY = {
     "advise": ("aiadvisor.api", "advise"),
     "profile_for_advice": ("aiadvisor.api", "profile_for_advice"),
     "verify": ("aiadvisor.verify", "verify"),
+    "profile_generation": ("aiadvisor.serving", "profile_generation"),
+    "predict_generation": ("aiadvisor.serving", "predict_generation"),
+    "plan_serving": ("aiadvisor.serving", "plan_serving"),
     "Report": ("aiadvisor.api", "Report"),
     "ModelProfile": ("aiadvisor.schema", "ModelProfile"),
     "HardwareSpec": ("aiadvisor.schema", "HardwareSpec"),
     "Prediction": ("aiadvisor.schema", "Prediction"),
     "Recommendation": ("aiadvisor.schema", "Recommendation"),
+    "KVCacheLayout": ("aiadvisor.schema", "KVCacheLayout"),
+    "GenerationProfile": ("aiadvisor.schema", "GenerationProfile"),
+    "GenerationPrediction": ("aiadvisor.schema", "GenerationPrediction"),
 }
 _SUBMODULES = ("hardware",)
 
@@ -34,7 +40,9 @@ _SUBMODULES = ("hardware",)
 __all__ = [
     "AIAdvisorError", "__version__",
     "profile", "predict", "plan_parallel", "advise", "profile_for_advice", "verify",
+    "profile_generation", "predict_generation", "plan_serving",
     "Report", "ModelProfile", "HardwareSpec", "Prediction", "Recommendation",
+    "KVCacheLayout", "GenerationProfile", "GenerationPrediction",
     "hardware",
 ]
 

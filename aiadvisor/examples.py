@@ -49,16 +49,25 @@ def _build_decoder(cfg: DecoderConfig):
             self.o_proj = nn.Linear(cfg.num_heads * head_dim, cfg.hidden_size,
                                     bias=cfg.style == "gpt2")
 
-        def forward(self, x):
+        def forward(self, x, past=None):
             b, t, _ = x.shape
             q = self.q_proj(x).view(b, t, cfg.num_heads, head_dim).transpose(1, 2)
             k = self.k_proj(x).view(b, t, kv_heads, head_dim).transpose(1, 2)
             v = self.v_proj(x).view(b, t, kv_heads, head_dim).transpose(1, 2)
+            if past is not None:
+                k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
+            cache = (k, v)
             if kv_heads != cfg.num_heads:
                 k = k.repeat_interleave(cfg.num_heads // kv_heads, dim=1)
                 v = v.repeat_interleave(cfg.num_heads // kv_heads, dim=1)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=cfg.causal)
-            return self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
+            mask, causal = None, cfg.causal
+            if past is not None and cfg.causal:
+                # New tokens see the whole cache and the new tokens up to themselves.
+                s_len = k.shape[2]
+                causal = False
+                mask = torch.ones(t, s_len, dtype=torch.bool, device=x.device).tril(s_len - t)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+            return self.o_proj(y.transpose(1, 2).reshape(b, t, -1)), cache
 
     class MLP(nn.Module):
         def __init__(self):
@@ -79,11 +88,14 @@ def _build_decoder(cfg: DecoderConfig):
             super().__init__()
             self.norm1, self.attn, self.norm2, self.mlp = norm(), Attention(), norm(), MLP()
 
-        def forward(self, x):
-            x = x + self.attn(self.norm1(x))
-            return x + self.mlp(self.norm2(x))
+        def forward(self, x, past=None):
+            y, cache = self.attn(self.norm1(x), past)
+            x = x + y
+            return x + self.mlp(self.norm2(x)), cache
 
     class Decoder(nn.Module):
+        aiadvisor_config = cfg
+
         def __init__(self):
             super().__init__()
             self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
@@ -95,13 +107,20 @@ def _build_decoder(cfg: DecoderConfig):
             if cfg.style == "gpt2":
                 self.head.weight = self.embed.weight
 
-        def forward(self, input_ids):
+        def forward(self, input_ids, past_key_values=None, use_cache=False):
+            """Logits; with ``use_cache=True``, ``(logits, cache)`` where the cache holds one
+            ``(keys, values)`` pair per layer, each ``(batch, kv_heads, tokens, head_dim)``."""
+            past_len = 0 if past_key_values is None else past_key_values[0][0].shape[2]
             x = self.embed(input_ids)
             if cfg.style == "gpt2":
-                x = x + self.pos(torch.arange(input_ids.shape[1], device=input_ids.device))
-            for layer in self.layers:
-                x = layer(x)
-            return self.head(self.norm(x))
+                x = x + self.pos(torch.arange(past_len, past_len + input_ids.shape[1],
+                                              device=input_ids.device))
+            cache = []
+            for i, layer in enumerate(self.layers):
+                x, kv = layer(x, None if past_key_values is None else past_key_values[i])
+                cache.append(kv)
+            logits = self.head(self.norm(x))
+            return (logits, tuple(cache)) if use_cache else logits
 
     return Decoder()
 

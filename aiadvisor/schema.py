@@ -385,3 +385,115 @@ class ParallelConfig:
         if self.grad_accum_steps > 1:
             parts.append(f"accum{self.grad_accum_steps}")
         return "+".join(parts)
+
+
+# --- LLM generation (prefill + decode) -------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class KVCacheLayout:
+    """What one token adds to a causal LM's key/value cache, read from a traced cache.
+
+    ``elements_per_token`` counts keys and values of every layer for one sequence, so
+    ``bytes_per_token(p) = elements_per_token x bytes(p)``; for a standard cache that is
+    ``2 x layers x kv_heads x head_dim`` (grouped-query and multi-query attention keep fewer
+    key/value heads than query heads, and the cache is that much smaller).
+    """
+
+    num_layers: int
+    """Layers that hold a cache (each one key and one value tensor)."""
+    kv_heads: int | None
+    """Key/value heads per layer where every layer's cache is ``(batch, heads, tokens, dim)``."""
+    head_dim: int | None
+    elements_per_token: int
+    dtype: str
+    """The dtype the cache was traced in."""
+    source: str
+    """Where the figures come from, e.g. ``traced cache (DynamicCache)``."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.num_layers, int) or self.num_layers < 1:
+            raise InvalidArgumentError(
+                f"KVCacheLayout.num_layers={self.num_layers!r} is not valid: expected an "
+                "integer >= 1.")
+        if not isinstance(self.elements_per_token, int) or self.elements_per_token < 1:
+            raise InvalidArgumentError(
+                f"KVCacheLayout.elements_per_token={self.elements_per_token!r} is not valid: "
+                "expected an integer >= 1.")
+        for name in ("kv_heads", "head_dim"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InvalidArgumentError(
+                    f"KVCacheLayout.{name}={value!r} is not valid: expected an integer >= 1 "
+                    "or None.")
+
+    @classmethod
+    def from_shape(cls, *, num_layers: int, kv_heads: int, head_dim: int,
+                   dtype: str = "bfloat16") -> KVCacheLayout:
+        """A layout described by hand, for models whose forward returns no cache."""
+        return cls(num_layers=num_layers, kv_heads=kv_heads, head_dim=head_dim,
+                   elements_per_token=2 * num_layers * kv_heads * head_dim, dtype=dtype,
+                   source="given by the caller")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationProfile:
+    """A causal LM captured for generation: an inference profile of the prompt forward (which
+    answers any prompt length and batch without re-tracing) and the KV cache it builds."""
+
+    model_name: str
+    model_type: str
+    prefill: ModelProfile
+    kv: KVCacheLayout
+    max_positions: int | None
+    """Longest sequence the model's positions allow; None when it sets no limit."""
+    positions_source: str
+    quantizable_params: int
+    """Parameters in linear layers other than the vocabulary head: what GPTQ/AWQ/bitsandbytes
+    quantise. Embeddings, norms and the head stay in 16 bit."""
+    head_params: int
+    """Parameters of the vocabulary head (0 when it is tied to the input embedding)."""
+    attention_flops_per_context_token: float
+    """Attention FLOPs of one new token per token already in the cache, all layers
+    (``4 x query_heads x head_dim x layers``), from the traced prompt forward."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationPrediction:
+    """Serving figures of one configuration: memory, time to first token, time per output
+    token and throughput. All times are estimated."""
+
+    hardware: str
+    num_devices: int
+    tp: int
+    weight_precision: str
+    kv_precision: str
+    prompt_len: int
+    output_len: int
+    batch_size: int
+    weights_bytes: int
+    """The whole model's weights at ``weight_precision`` (split over ``tp`` devices)."""
+    kv_bytes_per_token: int
+    kv_bytes: int
+    """The cache of ``batch_size`` sequences of ``prompt_len + output_len`` tokens."""
+    working_bytes: int
+    """Activations of one prompt's forward, held beside the weights and the cache."""
+    usable_bytes_per_device: int
+    max_batch: int
+    """Concurrent sequences of ``prompt_len + output_len`` tokens that fit (per replica)."""
+    fits: bool
+    ttft_s: float
+    ttft_low_s: float
+    ttft_high_s: float
+    tpot_s: float
+    """One decode step at this batch, averaged over the output (the cache read grows)."""
+    tpot_low_s: float
+    tpot_high_s: float
+    tokens_per_s: float
+    """Output tokens per second over all replicas, prefill included."""
+    tokens_per_s_per_user: float
+    bound: str
+    confidence: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def replicas(self) -> int:
+        return self.num_devices // self.tp

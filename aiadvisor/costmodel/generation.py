@@ -1,0 +1,265 @@
+"""LLM generation on a device: memory (weights, KV cache, concurrency), time to first token and
+time per output token, priced by the same learned cost model as training and inference steps.
+
+* **Prefill** is the prompt forward: the captured inference profile at ``batch x prompt_len``,
+  priced by :func:`~aiadvisor.costmodel.predict` (compute-bound at any useful prompt length).
+* **Decode** is one forward of one new token per sequence (the profile at ``seq_len=1``: every
+  weight is read once per step, whatever the batch) plus the attention over the cache: the new
+  token's query against ``c`` cached keys and values, ``c x kv_bytes_per_token`` read and
+  ``c x 4 x heads x head_dim`` FLOPs per layer, priced as an attention op of that size. The cache
+  grows over the output, so the time per output token is taken at the mean context
+  ``prompt_len + output_len / 2`` (the step time is linear in the context).
+* **Memory**: an engine takes a fixed fraction of the device (:data:`ENGINE_MEMORY_FRACTION`)
+  and fills what the weights and the working activations leave with cache blocks; concurrency is
+  that space over one sequence's cache (``(prompt_len + output_len) x kv_bytes_per_token``).
+* **Tensor parallel** splits weights, KV heads and every op over ``tp`` devices and adds the
+  per-layer all-reduces (the cost model's tensor-parallel communication).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, UnsupportedPrecisionError, check_choice
+from ..schema import (
+    GenerationPrediction,
+    GenerationProfile,
+    HardwareSpec,
+    ModelProfile,
+    ParallelConfig,
+    Prediction,
+)
+from .api import _measured_curves, predict
+from .devices import device_arrays
+from .model import EfficiencyModel, load_model
+from .ops import DeviceWork
+from .precision import MEASURED_PRECISIONS, check_precision, weight_bytes_per_element
+from .predict import op_times
+
+#: Weight formats a served model may use (fp32 only where nothing narrower runs).
+WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+#: KV cache formats engines store (vLLM: auto/fp8; LMDeploy and TensorRT-LLM: int8 too).
+KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8")
+KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+#: Share of device memory a serving engine takes for weights, activations and cache: vLLM's
+#: default ``gpu_memory_utilization=0.9`` (vLLM engine arguments documentation).
+ENGINE_MEMORY_FRACTION = 0.9
+_CONFIDENCE_ORDER = ("low", "medium", "high")
+#: Software stacks a prediction can assume. ``engine``: a serving engine (vLLM, TGI,
+#: TensorRT-LLM) replaying each decode step as a CUDA graph; ``eager``: plain PyTorch/transformers
+#: ``generate``, every op dispatched from Python (CPUs always run this way).
+ENGINES = ("engine", "eager")
+#: GPU time between kernels of a replayed CUDA graph: ~0.5 us (NVIDIA, "Getting Started with CUDA
+#: Graphs", 2019: a 2.9 us kernel took 3.8 us per launch from a stream and 3.4 us in a graph).
+GRAPH_GAP_S = 0.5e-6
+
+
+def _positive_int(name: str, value, *, hint: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidArgumentError(
+            f"{name}={value!r} is not valid: expected an integer >= 1{hint}.")
+    return int(value)
+
+
+def default_kv_precision(spec: HardwareSpec, weight_precision: str) -> str:
+    """The cache dtype an engine picks by default: the model's 16-bit activation dtype
+    (BF16 where the device has it, else FP16), FP32 for an FP32 model."""
+    if weight_precision == "fp32":
+        return "fp32"
+    return "bf16" if spec.peak_tflops("bf16") else "fp16"
+
+
+def check_kv_precision(spec: HardwareSpec, kv_precision: str) -> str:
+    """``kv_precision`` if ``spec`` can store and read it, else an error with the choices."""
+    check_choice("kv_precision", kv_precision, KV_PRECISIONS)
+    if kv_precision == "bf16" and not spec.peak_tflops("bf16"):
+        raise UnsupportedPrecisionError(
+            f"kv_precision='bf16' is not supported on {spec.name!r}: it has no BF16 engine (no "
+            "bf16 figure in its spec). Use kv_precision='fp16'.")
+    if kv_precision in ("fp8", "int8") and spec.kind == "cpu":
+        raise UnsupportedPrecisionError(
+            f"kv_precision={kv_precision!r} is not supported on {spec.name!r}: CPU generation "
+            "keeps the cache in the model's dtype. Use kv_precision='bf16', 'fp16' or 'fp32'.")
+    return kv_precision
+
+
+def _other_weight_bytes(spec: HardwareSpec, weight_precision: str) -> float:
+    """Bytes per weight of what quantisation leaves alone (embeddings, norms, the head)."""
+    if weight_precision == "fp32":
+        return 4.0
+    return 2.0
+
+
+def weights_bytes(gp: GenerationProfile, spec: HardwareSpec, weight_precision: str) -> int:
+    """The model's weights at ``weight_precision``: linear layers in that format (GPTQ/AWQ/
+    bitsandbytes/FP8 quantise those), the rest in 16 bit (FP32 for an FP32 model)."""
+    other = gp.prefill.num_params - gp.quantizable_params
+    return int(gp.quantizable_params * weight_bytes_per_element(weight_precision)
+               + other * _other_weight_bytes(spec, weight_precision))
+
+
+def _working_bytes(gp: GenerationProfile, prompt_len: int, weight_precision: str) -> float:
+    """Activations of one prompt's forward in the serving dtype (the traced FP32 figure halved
+    for 16-bit and narrower formats)."""
+    act = gp.prefill.at(batch_size=1, seq_len=prompt_len).memory.activations_bytes
+    return act * (1.0 if weight_precision == "fp32" else 0.5)
+
+
+def _kv_parts(gp: GenerationProfile, spec: HardwareSpec, precision: str, *, batch: int,
+              context: float, kv_bytes_per_token: float, tp: int,
+              model: EfficiencyModel) -> np.ndarray:
+    """Seconds (P10, P50, P90) of the decode attention over ``context`` cached tokens."""
+    layers = gp.kv.num_layers
+    flops = batch * gp.attention_flops_per_context_token * context / tp
+    num_bytes = batch * context * kv_bytes_per_token / tp
+    work = DeviceWork(
+        name=np.array(["aten._scaled_dot_product_attention"]),
+        flops_per_call=np.array([flops / layers]), bytes_per_call=np.array([num_bytes / layers]),
+        count=np.array([float(layers)]), feature_divisor=np.array([1.0]),
+        op_class=np.array(["attention"]), phase=np.array(["forward"]),
+        attention_core=np.array([False]), norm=np.array([False]))
+    devs = device_arrays([spec], precision, model)
+    cal = _measured_curves(spec, precision)
+    parts = op_times(work, devs, model, measured_precision=precision in MEASURED_PRECISIONS,
+                     curves=[cal] if cal else None)
+    # Launches are already counted: the seq_len=1 forward has its own attention calls.
+    return (parts["compute"] + parts["memory"])[:, 0, :].sum(axis=1)
+
+
+def _interval(pred: Prediction) -> np.ndarray:
+    return np.array([pred.low_s, pred.step_time_s, pred.high_s])
+
+
+def _predict(prof: ModelProfile, spec: HardwareSpec, precision: str, tp: int,
+             model: EfficiencyModel) -> Prediction:
+    parallel = ParallelConfig(tp_degree=tp) if tp > 1 else None
+    return predict(prof, hardware=spec, precision=precision, num_devices=tp, parallel=parallel,
+                   model=model)
+
+
+def check_request(gp: GenerationProfile, *, prompt_len, output_len, batch_size) -> tuple:
+    prompt_len = _positive_int("prompt_len", prompt_len)
+    output_len = _positive_int("output_len", output_len)
+    batch_size = _positive_int("batch_size", batch_size, hint=" (concurrent sequences)")
+    total = prompt_len + output_len
+    if gp.max_positions is not None and total > gp.max_positions:
+        raise InvalidArgumentError(
+            f"prompt_len + output_len = {prompt_len} + {output_len} = {total} is not valid for "
+            f"{gp.model_name}: expected at most {gp.max_positions} tokens "
+            f"({gp.positions_source}). Shorten the prompt or the output.")
+    return prompt_len, output_len, batch_size
+
+
+def check_tp(gp: GenerationProfile, *, num_devices, tp) -> tuple[int, int]:
+    num_devices = _positive_int("num_devices", num_devices)
+    tp = num_devices if tp is None else _positive_int("tp", tp)
+    if num_devices % tp:
+        raise InvalidArgumentError(
+            f"tp={tp} is not valid with num_devices={num_devices}: expected a divisor of "
+            f"num_devices (each replica uses tp devices); choices: "
+            f"{', '.join(str(d) for d in range(1, num_devices + 1) if num_devices % d == 0)}.")
+    heads = gp.kv.kv_heads
+    if heads is not None and tp > 1 and heads % tp:
+        choices = [d for d in range(1, heads + 1) if heads % d == 0]
+        raise InvalidArgumentError(
+            f"tp={tp} is not valid for {gp.model_name}: its {heads} key/value heads cannot be "
+            f"split over {tp} devices; expected a divisor of {heads}: "
+            f"{', '.join(map(str, choices))}.")
+    return num_devices, tp
+
+
+def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int = 1,
+                       tp: int | None = None, weight_precision: str = "bf16",
+                       kv_precision: str | None = None, prompt_len: int = 512,
+                       output_len: int = 128, batch_size: int = 1, engine: str = "engine",
+                       model: EfficiencyModel | None = None) -> GenerationPrediction:
+    """Serving figures of ``gp`` on ``num_devices`` x ``spec`` (see the module docstring).
+
+    ``engine="engine"`` assumes a serving engine that replays each decode step as a CUDA graph:
+    the per-op launch cost of eager PyTorch becomes the graph's gap between kernels. CPUs and
+    ``engine="eager"`` keep the eager launch cost of every traced op.
+    """
+    prompt_len, output_len, batch_size = check_request(
+        gp, prompt_len=prompt_len, output_len=output_len, batch_size=batch_size)
+    num_devices, tp = check_tp(gp, num_devices=num_devices, tp=tp)
+    check_choice("weight_precision", weight_precision, WEIGHT_PRECISIONS)
+    precision = check_precision(spec, weight_precision)
+    kv_precision = check_kv_precision(
+        spec, kv_precision or default_kv_precision(spec, weight_precision))
+    check_choice("engine", engine, ENGINES)
+    model = model or load_model()
+    notes: list[str] = []
+    graphs = engine == "engine" and spec.kind != "cpu"
+    if engine == "engine" and not graphs:
+        notes.append("CPUs have no CUDA graphs: every op is launched eagerly (engine='eager').")
+
+    weights = weights_bytes(gp, spec, weight_precision)
+    kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
+    seq_total = prompt_len + output_len
+    kv_bytes = batch_size * seq_total * kv_per_token
+    working = _working_bytes(gp, prompt_len, weight_precision)
+    memory = spec.memory_bytes
+    if memory is None:
+        usable, max_batch, fits = 0, 0, False
+        notes.append(f"{spec.name} has no memory figure in the catalog: fit not checked.")
+    else:
+        usable = memory * ENGINE_MEMORY_FRACTION
+        free = usable - (weights + working) / tp
+        max_batch = max(int(free // (seq_total * kv_per_token / tp)), 0)
+        fits = max_batch >= batch_size
+    prefill = _predict(gp.prefill.at(batch_size=batch_size, seq_len=prompt_len), spec,
+                       precision, tp, model)
+    decode = _predict(gp.prefill.at(batch_size=batch_size, seq_len=1), spec, precision, tp, model)
+    context = prompt_len + output_len / 2
+    kv_s = _kv_parts(gp, spec, precision, batch=batch_size, context=context,
+                     kv_bytes_per_token=kv_per_token, tp=tp, model=model)
+    launches = np.full(3, decode.overhead_s)
+    if graphs:
+        calls = sum(op.count for op in gp.prefill.at(batch_size=batch_size, seq_len=1).ops)
+        launches = np.full(3, calls * GRAPH_GAP_S)
+        notes.append(f"Decode steps replayed as CUDA graphs ({calls:.0f} kernels, "
+                     f"{GRAPH_GAP_S * 1e6:.1f} us apart) as vLLM/TGI/TensorRT-LLM run them; "
+                     "engine='eager' prices plain transformers generate.")
+    tpot = _interval(decode) - decode.overhead_s + launches + kv_s
+    ttft = _interval(prefill)
+    request_s = ttft + (output_len - 1) * tpot
+    replicas = num_devices // tp
+    breakdown = {"memory": decode.memory_s + float(kv_s[1]), "compute": decode.compute_s,
+                 "overhead": float(launches[1]), "communication": decode.communication_s}
+    confidence = min(prefill.confidence, decode.confidence, key=_CONFIDENCE_ORDER.index)
+    if weight_precision in ("int4", "nf4"):
+        notes.append(f"{weight_precision} is a weight-only format: matmuls dequantise to 16 bit "
+                     "(GPTQ/AWQ/bitsandbytes kernels); embeddings, norms and the vocabulary head "
+                     "stay in 16 bit.")
+    elif weight_precision in ("fp8", "int8"):
+        notes.append(f"{weight_precision}: weights and activations in 8 bit (W8A8 matmuls); "
+                     "embeddings, norms and the vocabulary head stay in 16 bit.")
+    notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
+                 f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
+                 "fills what weights and one prompt's activations leave.")
+    notes.append("Prefill prices logits for every prompt token (engines compute only the last "
+                 "one): time to first token is a little high for large vocabularies.")
+    notes.extend(n for n in decode.notes if n not in notes)
+    return GenerationPrediction(
+        hardware=spec.name, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
+        kv_precision=kv_precision, prompt_len=prompt_len, output_len=output_len,
+        batch_size=batch_size, weights_bytes=int(weights), kv_bytes_per_token=int(kv_per_token),
+        kv_bytes=int(kv_bytes), working_bytes=int(working), usable_bytes_per_device=int(usable),
+        max_batch=max_batch, fits=bool(fits),
+        ttft_s=float(ttft[1]), ttft_low_s=float(ttft[0]), ttft_high_s=float(ttft[2]),
+        tpot_s=float(tpot[1]), tpot_low_s=float(tpot[0]), tpot_high_s=float(tpot[2]),
+        tokens_per_s=float(replicas * batch_size * output_len / request_s[1]),
+        tokens_per_s_per_user=float(1.0 / tpot[1]),
+        bound=max(breakdown, key=breakdown.get), confidence=confidence, notes=tuple(notes),
+    )
+
+
+def batch_choices(max_batch: int, *, limit: int = 1024) -> list[int]:
+    """Concurrency levels a plan tries: powers of two up to ``max_batch``, and ``max_batch``."""
+    top = min(max_batch, limit)
+    out = [2**k for k in range(int(math.log2(top)) + 1)] if top >= 1 else []
+    if top >= 1 and top not in out:
+        out.append(top)
+    return out

@@ -1,0 +1,269 @@
+"""Capture a causal LM for generation: the prompt forward as an inference profile, and the key/value
+cache its forward returns, read from the cache tensors themselves (never guessed from names).
+
+The cache is traced on fake tensors (no memory is used, so a 70B model on the meta device works)
+at two prompt lengths: what grows between them is what each token adds to the cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from ..errors import AIAdvisorError, InvalidArgumentError, InvalidModelError
+from ..schema import GenerationProfile, KVCacheLayout
+from .trace import _stand_ins, model_device
+
+#: Prompt lengths the cache is traced at (any two distinct lengths work; short ones are cheap).
+_TRACE_LENGTHS = (8, 16)
+#: Config attributes that bound the positions a model can attend over (HF names).
+_POSITION_ATTRS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
+                   "n_ctx", "seq_length")
+
+
+class NotACausalLMError(AIAdvisorError, TypeError):
+    """The model has no causal-LM interface aiadvisor can trace a KV cache from."""
+
+
+def position_limit(model: nn.Module) -> tuple[int | None, str]:
+    """``(limit, where it came from)`` of the sequence length ``model`` accepts; None if unset.
+
+    HF configs name it ``max_position_embeddings`` (Llama, Mistral, BERT) or ``n_positions``
+    (GPT-2); the built-in example decoders keep theirs in ``aiadvisor_config.max_positions``.
+    """
+    for owner_name in ("config", "aiadvisor_config"):
+        owner = getattr(model, owner_name, None)
+        if owner is None:
+            continue
+        for attr in _POSITION_ATTRS + ("max_positions",):
+            value = getattr(owner, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value, f"{type(model).__name__}.{owner_name}.{attr}"
+    return None, "the model sets no position limit"
+
+
+def _vocab_size(model: nn.Module) -> int:
+    config = getattr(model, "config", None) or getattr(model, "aiadvisor_config", None)
+    size = getattr(config, "vocab_size", None)
+    if isinstance(size, int) and size > 0:
+        return size
+    for module in model.modules():
+        if isinstance(module, nn.Embedding):
+            return module.num_embeddings
+    raise NotACausalLMError(
+        f"{type(model).__name__} has no token embedding (nn.Embedding) and no config.vocab_size: "
+        "generation needs a causal LM that takes input_ids.")
+
+
+def _find_cache(out: Any) -> Any:
+    # transformers >= 5 returns the cache as ``cache`` (``past_key_values`` is a deprecated alias
+    # that warns); older releases and most code use ``past_key_values``.
+    fields = out if isinstance(out, dict) else (
+        vars(out) if hasattr(out, "__dict__") and not isinstance(out, torch.Tensor) else {})
+    cache = None
+    for key in ("cache", "past_key_values"):
+        if key in dict.keys(fields):
+            cache = dict.__getitem__(fields, key)
+            break
+    if cache is None and isinstance(out, (tuple, list)) and len(out) >= 2:
+        cache = out[1]
+    return cache
+
+
+def _cache_tensors(obj: Any, depth: int = 0, seen: set | None = None) -> list[torch.Tensor]:
+    """Every tensor inside a cache object: tuples of (k, v) pairs, HF ``DynamicCache`` (its
+    layers' ``keys``/``values``) or any object holding them, without calling its methods."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 6:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, (nn.Module, type)):
+        items = list(vars(obj).values())
+    else:
+        return []
+    found: list[torch.Tensor] = []
+    for item in items:
+        found.extend(_cache_tensors(item, depth + 1, seen))
+    return found
+
+
+def _trace_cache(model: nn.Module, vocab: int, length: int) -> tuple[list[torch.Tensor], str]:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    home = model_device(model)
+    device = torch.device("cpu") if home.type == "meta" else home
+    with FakeTensorMode(), torch.no_grad():
+        mapping, _, _ = _stand_ins(model, path="fake", device=device, train=False)
+        ids = torch.zeros((1, length), dtype=torch.long, device=device) % vocab
+        out = functional_call(model, mapping, (), {"input_ids": ids, "use_cache": True},
+                              tie_weights=True, strict=False)
+        cache = _find_cache(out)
+        tensors = [t for t in _cache_tensors(cache) if t.dim() >= 2]
+        return ([torch.empty(tuple(t.shape), dtype=t.dtype, device="meta") for t in tensors],
+                type(cache).__name__)
+
+
+def kv_cache_layout(model: nn.Module) -> KVCacheLayout:
+    """Trace ``model``'s forward with ``use_cache=True`` at two prompt lengths and read what one
+    token adds to the cache it returns.
+
+    Raises
+    ------
+    NotACausalLMError
+        The forward does not accept ``input_ids``/``use_cache`` or returns no cache.
+    """
+    vocab = _vocab_size(model)
+    was_training = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        short, long = _TRACE_LENGTHS
+        try:
+            (small, kind), (big, _) = (_trace_cache(model, vocab, short),
+                                       _trace_cache(model, vocab, long))
+        except Exception as exc:  # the model's own error is quoted: any type can come back
+            raise NotACausalLMError(
+                f"{type(model).__name__}(input_ids=..., use_cache=True) failed on fake tensors "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). "
+                "Generation needs a causal LM whose forward takes input_ids and use_cache=True "
+                "and returns its key/value cache (transformers *ForCausalLM, the built-in "
+                "example decoders); for another module pass "
+                "kv_cache=KVCacheLayout.from_shape(num_layers=..., kv_heads=..., head_dim=...)."
+            ) from exc
+    finally:
+        for m, flag in was_training:
+            m.training = flag
+    grown = [(a, b) for a, b in zip(small, big) if a.shape != b.shape]
+    if not small or len(small) != len(big) or not grown:
+        raise NotACausalLMError(
+            f"{type(model).__name__}(input_ids=..., use_cache=True) returned no key/value cache "
+            "that grows with the prompt. Generation needs a causal LM that returns "
+            "past_key_values (transformers *ForCausalLM) or (logits, cache); for another module "
+            "pass kv_cache=KVCacheLayout.from_shape(num_layers=..., kv_heads=..., head_dim=...).")
+    per_token = sum(b.numel() - a.numel() for a, b in grown) // (long - short)
+    # A standard layer cache is (batch, kv_heads, tokens, head_dim): heads and dim are read off
+    # the shape where every grown tensor has it.
+    shapes = {tuple(b.shape) for _, b in grown}
+    kv_heads = head_dim = None
+    standard = all(len(s) == 4 and s[2] == long for s in shapes)
+    if standard and len({(s[1], s[3]) for s in shapes}) == 1:
+        _, kv_heads, _, head_dim = next(iter(shapes))
+    dtype = str(grown[0][1].dtype).removeprefix("torch.")
+    return KVCacheLayout(num_layers=max(len(grown) // 2, 1), kv_heads=kv_heads, head_dim=head_dim,
+                         elements_per_token=int(per_token), dtype=dtype,
+                         source=f"traced cache ({kind}, {len(grown)} tensors)")
+
+
+def _linear_weight(module: nn.Module) -> tuple[torch.Tensor, int] | None:
+    """(weight, output features) of a linear layer: ``nn.Linear`` or transformers' ``Conv1D``
+    (GPT-2's linear layers, weight stored transposed)."""
+    if isinstance(module, nn.Linear):
+        return module.weight, module.out_features
+    if type(module).__name__ == "Conv1D" and isinstance(getattr(module, "nf", None), int):
+        return module.weight, module.nf
+    return None
+
+
+def _linear_params(model: nn.Module, vocab: int) -> tuple[int, int]:
+    """(parameters of linear layers other than the vocabulary head, parameters of the head when
+    it is not tied to the input embedding)."""
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    quantizable = head = 0
+    seen: set[int] = set()
+    for module in model.modules():
+        found = _linear_weight(module)
+        if found is None or id(found[0]) in seen:
+            continue
+        weight, out_features = found
+        seen.add(id(weight))
+        bias = getattr(module, "bias", None)
+        n = weight.numel() + (bias.numel() if isinstance(bias, torch.Tensor) else 0)
+        if out_features == vocab:
+            head += 0 if id(weight) in embedding_ids else n
+        else:
+            quantizable += n
+    return quantizable, head
+
+
+def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_len: int = 512,
+                       model_name: str | None = None,
+                       kv_cache: KVCacheLayout | None = None) -> GenerationProfile:
+    """Capture ``model`` (a causal LM) for :func:`aiadvisor.predict_generation`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A transformers ``*ForCausalLM``, a built-in example decoder, or any module whose
+        ``forward(input_ids=..., use_cache=True)`` returns its key/value cache. May live on the
+        meta device.
+    example_inputs : tensor, optional
+        Token ids ``(batch, tokens)``; only their shape matters. Default: one prompt of
+        ``prompt_len`` tokens (capped at the model's position limit).
+    kv_cache : KVCacheLayout, optional
+        The cache layout by hand (no cache trace), for a module that returns none.
+    prompt_len : int
+        Prompt length the forward is traced at when ``example_inputs`` is not given; the
+        profile answers other lengths without re-tracing.
+    """
+    from . import profile as profile_fn
+
+    if not isinstance(model, nn.Module):
+        raise InvalidModelError(
+            f"model={type(model).__name__} is not valid: expected a torch.nn.Module (a causal "
+            "LM such as a transformers *ForCausalLM).")
+    if not isinstance(prompt_len, int) or prompt_len < 1:
+        raise InvalidArgumentError(
+            f"prompt_len={prompt_len!r} is not valid: expected an integer >= 1.")
+    limit, source = position_limit(model)
+    vocab = _vocab_size(model)
+    kv = kv_cache if kv_cache is not None else kv_cache_layout(model)
+    if example_inputs is None:
+        length = min(prompt_len, limit) if limit else prompt_len
+        example_inputs = torch.zeros((1, length), dtype=torch.long)
+    with _no_cache_outputs(model):
+        prefill = profile_fn(model, example_inputs, mode="infer", precision="fp32",
+                             model_name=model_name or type(model).__name__)
+    quantizable, head = _linear_params(model, vocab)
+    return GenerationProfile(
+        model_name=prefill.model_name, model_type=prefill.model_type, prefill=prefill, kv=kv,
+        max_positions=limit, positions_source=source, quantizable_params=quantizable,
+        head_params=head, attention_flops_per_context_token=_attention_coefficient(prefill))
+
+
+@contextlib.contextmanager
+def _no_cache_outputs(model: nn.Module):
+    """Profile the prompt forward as an engine runs it: transformers models would otherwise
+    build a cache object of their own during the trace (the KV bytes are accounted for apart)."""
+    config = getattr(model, "config", None)
+    old = getattr(config, "use_cache", None) if config is not None else None
+    if config is not None and old is not None:
+        config.use_cache = False
+    try:
+        yield
+    finally:
+        if config is not None and old is not None:
+            config.use_cache = old
+
+
+def _attention_coefficient(prefill) -> float:
+    """Attention FLOPs per new token per cached token, from the prompt forward's growth in the
+    sequence length: ``flops(T) = a T + b T^2`` per sequence, where the T^2 term is the score
+    and weighted-sum matmuls (4 x heads x head_dim per layer, counted over the full T x T as the
+    FLOP counter does); a decode step at context c costs ``b c`` of them."""
+    seq = prefill.seq_len
+    if not seq or seq < 4:
+        return 0.0
+    t1, t2 = max(seq // 2, 2), seq
+    f1 = prefill.at(batch_size=1, seq_len=t1).flops_forward
+    f2 = prefill.at(batch_size=1, seq_len=t2).flops_forward
+    # f/T = a + b T: the slope in T.
+    return max((f2 / t2 - f1 / t1) / (t2 - t1), 0.0)
