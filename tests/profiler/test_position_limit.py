@@ -104,3 +104,14 @@ def test_models_without_a_limit_keep_rescaling():
     assert longer.flops_forward == pytest.approx(prof.flops_forward * 256)
     cnn, images = examples.build("cnn", batch_size=2)
     assert aa.profile(cnn, images).max_seq_len is None
+
+
+def test_an_example_longer_than_the_limit_is_noted(gpt2):
+    model, _ = gpt2
+    too_long = torch.randint(0, 1000, (2, 200))
+    with pytest.raises(IndexError):  # the real model: wpe has 128 rows
+        model(too_long)
+    # Fake tensors do not check index values, so the trace runs; the profile says so.
+    prof = aa.profile(model, too_long)
+    assert ("the example's sequence length 200 is longer than the model accepts (128, "
+            "GPT2Config.n_positions): a real step would fail") in prof.notes
