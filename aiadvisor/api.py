@@ -11,11 +11,11 @@ import math
 from typing import Any
 
 from .codegen import CodeNames
-from .errors import check_choice
+from .errors import InvalidArgumentError, ProfileOptionError, check_choice
 from .schema import HardwareSpec, ModelProfile, Prediction, Recommendation
 from .units import MODES, OPTIMIZERS, PRECISIONS
 
-__all__ = ["Report", "advise", "profile_for_advice", "trace_precision"]
+__all__ = ["Report", "advise", "check_profile_options", "profile_for_advice", "trace_precision"]
 
 
 def _call_style(example_inputs: Any) -> str:
@@ -212,25 +212,28 @@ def _resolve_hardware(hardware: Any) -> HardwareSpec:
     return resolve(hardware)
 
 
-def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
+def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            hardware: str | HardwareSpec | None = None, num_devices: int | None = None,
            precision: str | None = None, batch_size: int | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
            model_name: str = "model", inputs_name: str = "x",
-           optimizer_name: str = "optimizer", optimizer: str = "adamw",
-           measure: bool = False) -> Report:
+           optimizer_name: str = "optimizer", optimizer: str | None = None,
+           measure: bool | None = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
 
     Parameters
     ----------
     model : torch.nn.Module or ModelProfile
         The live model (profiled once, on fake tensors), or an already captured profile from
-        :func:`profile_for_advice` or :func:`aiadvisor.profile` (then ``mode``, ``optimizer``
-        and ``measure`` are taken from it and ``example_inputs`` only tells the generated code
-        how the model is called).
+        :func:`profile_for_advice` or :func:`aiadvisor.profile`. A profile's step is fixed:
+        ``mode``, ``optimizer`` and ``measure`` are the ones it was captured with (leave them
+        None), a different value raises :class:`~aiadvisor.errors.ProfileOptionError`, and
+        ``example_inputs`` only tells the generated code how the model is called.
     example_inputs : Tensor, tuple or dict
         One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
-    mode : {"train", "infer"}
+    mode : {"train", "infer"}, optional
+        The step to profile (None: ``"train"`` for a live model, the profile's own for a
+        profile).
     hardware : str, HardwareSpec or None
         A catalog name, a spec, ``"local"`` (benchmarked), or None for the attached device.
     num_devices : int, optional
@@ -246,14 +249,23 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
         Marks the hardware rows within budget and names the fastest of them.
     model_name, inputs_name, optimizer_name : str
         The variable names the generated code uses (validated Python identifiers).
-    optimizer : str
-        The optimizer to account for: adamw, adam, sgd, sgd_momentum or none.
-    measure : bool
-        Also time real steps on the attached device (see :func:`aiadvisor.profile`).
+    optimizer : str, optional
+        The optimizer to account for: adamw, adam, sgd, sgd_momentum or none (None:
+        ``"adamw"`` for a live model, the profile's own for a profile; inference profiles
+        have ``"none"``).
+    measure : bool, optional
+        Also time real steps on the attached device (see :func:`aiadvisor.profile`; None:
+        False). With a profile, ``measure=True`` needs one captured with ``measure=True``.
 
     Returns
     -------
     Report
+
+    Raises
+    ------
+    ProfileOptionError
+        ``model`` is a profile and ``mode``, ``optimizer`` or ``measure`` asks for another
+        step than the one it captured (profile again with those options).
 
     Examples
     --------
@@ -273,9 +285,11 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
     check_options(options)
     if isinstance(model, ModelProfile):
         base = model
+        check_profile_options(base, mode=mode, optimizer=optimizer, measure=measure)
     else:
-        base = profile_for_advice(model, example_inputs, mode=mode, precision=precision,
-                                  optimizer=optimizer, measure=measure, model_name=model_name)
+        base = profile_for_advice(model, example_inputs, mode=mode or "train",
+                                  precision=precision, optimizer=optimizer or "adamw",
+                                  measure=_check_measure(measure), model_name=model_name)
     spec = _resolve_hardware(hardware)
     specs = all_specs()
     predictor = Predictor()
@@ -283,6 +297,54 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
                      predictor=predictor)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
                   predictor=predictor)
+
+
+def check_profile_options(prof: ModelProfile, *, mode: str | None, optimizer: str | None,
+                          measure: bool | None) -> None:
+    """Raise ``ProfileOptionError`` where an option asks for another step than ``prof``'s.
+
+    None means "as the profile was captured". A captured step cannot change its mode or
+    optimizer (they decide which ops ran) or gain a measurement afterwards. Precision, batch
+    size and sequence length are not checked here: the cost model re-prices a trace in any
+    precision and the profile's scaling fit answers other sizes.
+
+    >>> import torch, aiadvisor as aa
+    >>> prof = aa.profile(torch.nn.Linear(8, 8), torch.randn(2, 8))
+    >>> check_profile_options(prof, mode="train", optimizer=None, measure=None)  # no error
+    """
+    if mode is not None:
+        check_choice("mode", mode, MODES)
+        if mode != prof.mode:
+            _mismatch("mode", mode, prof.mode, fix=f"profile again with mode={mode!r}")
+    if optimizer is not None:
+        check_choice("optimizer", optimizer, OPTIMIZERS)
+        if optimizer != prof.optimizer:
+            fix = (f"profile again with optimizer={optimizer!r}" if prof.mode == "train" else
+                   "an inference step has no optimizer; profile again with mode='train', "
+                   f"optimizer={optimizer!r} to account for one")
+            _mismatch("optimizer", optimizer, prof.optimizer, fix=fix)
+    if _check_measure(measure) and prof.measured_step_time_s is None:
+        raise ProfileOptionError(
+            "measure=True is not valid for this profile: it was captured without a "
+            "measurement (measured_step_time_s is None). Expected measure=None or False here; "
+            "omit measure=, or profile again with measure=True "
+            "(aa.profile(model, x, measure=True)) to time real steps."
+        )
+
+
+def _mismatch(name: str, value: str, captured: str, *, fix: str) -> None:
+    raise ProfileOptionError(
+        f"{name}={value!r} does not match the profile: it was captured with {name}={captured!r}"
+        f" and a captured step cannot change its {name}. Expected {name}={captured!r} or None; "
+        f"omit {name}= to use the profile's, or {fix}."
+    )
+
+
+def _check_measure(measure: bool | None) -> bool:
+    if measure is None or isinstance(measure, bool):
+        return bool(measure)
+    raise InvalidArgumentError(
+        f"measure={measure!r} is not valid: expected True, False or None (None: False).")
 
 
 def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",

@@ -18,6 +18,7 @@ __all__ = [
     "UnknownHardwareError",
     "HardwareCatalogError",
     "UnsupportedPrecisionError",
+    "ProfileOptionError",
     "ProfilingError",
     "close_matches",
 ]
@@ -29,6 +30,11 @@ class AIAdvisorError(Exception):
 
 class InvalidArgumentError(AIAdvisorError, ValueError):
     """An argument has a value outside its valid choices or range."""
+
+
+class ProfileOptionError(InvalidArgumentError):
+    """An option asks a captured profile for another step than the one it traced (a different
+    mode, optimizer or a measurement it does not have); the message names the fix."""
 
 
 class InvalidModelError(AIAdvisorError, TypeError):

@@ -17,12 +17,94 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
-from traitlets import Bool, Enum, Integer, Unicode
+from traitlets import Bool, CaselessStrEnum, Integer, TraitError, Unicode
 
-from .errors import AIAdvisorError, close_matches
+from .errors import AIAdvisorError, InvalidArgumentError, close_matches
 from .units import MODES, PRECISIONS
 
-__all__ = ["Advisor", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["Advisor", "ConfigValueError", "load_ipython_extension", "unload_ipython_extension"]
+
+
+class ConfigValueError(InvalidArgumentError, TraitError):
+    """A ``%config Advisor.<name> = value`` that the setting cannot take.
+
+    Also a ``TraitError``, so traitlets rolls the setting back as it does for its own errors;
+    ``%config`` shows the message.
+    """
+
+
+class _Checked:
+    """Mixin for a setting: a bad value raises :class:`ConfigValueError` naming the setting,
+    the value, what was expected and the choices (traitlets' own message names no choices)."""
+
+    def __init__(self, *args: Any, expected: str, **kwargs: Any) -> None:
+        self.expected = expected
+        super().__init__(*args, **kwargs)
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        try:
+            return super().validate(obj, value)
+        except ConfigValueError:
+            raise
+        except TraitError:
+            raise ConfigValueError(self.message(value)) from None
+
+    def message(self, value: Any, hint: str = "") -> str:
+        return (f"Advisor.{self.name}={value!r} is not valid: expected {self.expected}."
+                f"{hint or self.hint(value)}")
+
+    def hint(self, value: Any) -> str:
+        return ""
+
+
+class CheckedInt(_Checked, Integer):
+    """An integer setting; a bool or a quoted number is refused, not coerced."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, bool):  # bool is an int subclass: True would mean 1 device
+            raise ConfigValueError(self.message(value))
+        return super().validate(obj, value)
+
+    def hint(self, value: Any) -> str:
+        if isinstance(value, str) and value.strip().isdigit():
+            return f" Did you mean {value.strip()} (a number, without quotes)?"
+        return ""
+
+
+class CheckedEnum(_Checked, CaselessStrEnum):
+    """One of a few names, any case (stored as listed); a near miss is suggested."""
+
+    def hint(self, value: Any) -> str:
+        match = close_matches(str(value), [v for v in self.values if v], n=1)
+        return f" Did you mean {match[0]!r}?" if match else ""
+
+
+class CheckedBool(_Checked, Bool):
+    """True or False; the strings 'True'/'False' are refused with the unquoted fix."""
+
+    def hint(self, value: Any) -> str:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return f" Did you mean {value.strip().capitalize()} (without quotes)?"
+        return ""
+
+
+class HardwareName(_Checked, Unicode):
+    """A catalog name, checked against the catalog when set (``"local"`` and ``""`` too)."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        value = super().validate(obj, value)
+        if value and value.lower() != "local":
+            from .hardware import get
+
+            try:
+                get(value)
+            except AIAdvisorError as exc:  # UnknownHardwareError names the closest rows
+                raise ConfigValueError(self.message(value, f" {exc}")) from None
+        return value
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(map(repr, values))
 
 _OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert",
             "--verify")
@@ -33,27 +115,36 @@ class Advisor(Magics):
     """``%advise MODEL INPUTS``: profile a model and show the advice dashboard.
 
     Settings (``%config Advisor.<name> = value``) give the defaults used when an option is not
-    on the ``%advise`` line.
+    on the ``%advise`` line. A value a setting cannot take, or a name that is not a setting,
+    is refused with a :class:`ConfigValueError` naming the setting, the value, what was expected
+    and the choices (``%config`` shows it as an error line; the setting keeps its value).
     """
 
-    default_mode = Enum(MODES, default_value="train", config=True,
-                        help="Mode used when --mode is not given: 'train' or 'infer'.")
-    default_hardware = Unicode("", config=True,
-                               help="Catalog name used when --hardware is not given "
-                                    "('' lets the advisor choose).")
-    default_devices = Integer(0, min=0, config=True,
-                              help="Number of devices used when --devices is not given "
-                                   "(0 lets the advisor choose).")
-    default_precision = Unicode("", config=True,
+    default_mode = CheckedEnum(MODES, default_value="train", config=True,
+                           expected=_choices(MODES),
+                           help="Mode used when --mode is not given: 'train' or 'infer'.")
+    default_hardware = HardwareName("", config=True,
+                                     expected="a catalog name (e.g. 'NVIDIA H100 SXM'), 'local' "
+                                              "or '' (the attached device)",
+                                     help="Catalog name used when --hardware is not given "
+                                          "('' lets the advisor choose).")
+    default_devices = CheckedInt(None, min=1, allow_none=True, config=True,
+                             expected="an integer >= 1, or None (let the advisor choose)",
+                             help="Number of devices used when --devices is not given "
+                                  "(None lets the advisor choose).")
+    default_precision = CheckedEnum(("", *PRECISIONS), default_value="", config=True,
+                                expected=_choices(PRECISIONS) + " or '' (let the advisor "
+                                         "choose)",
                                 help="Precision used when --precision is not given "
                                      "('' lets the advisor choose).")
-    widgets = Bool(True, config=True,
-                   help="Show the interactive dashboard where the front end runs widgets; "
-                        "False always shows the static report (HTML and text).")
-    offline_charts = Enum(("auto", "always", "never"), default_value="auto", config=True,
-                          help="Bundle the chart library into the page (needs vl-convert-python) "
-                               "instead of loading it from a CDN. 'auto': when vl-convert is "
-                               "installed.")
+    widgets = CheckedBool(True, config=True, expected="True or False",
+                    help="Show the interactive dashboard where the front end runs widgets; "
+                         "False always shows the static report (HTML and text).")
+    offline_charts = CheckedEnum(("auto", "always", "never"), default_value="auto", config=True,
+                             expected=_choices(("auto", "always", "never")),
+                             help="Bundle the chart library into the page (needs "
+                                  "vl-convert-python) instead of loading it from a CDN. "
+                                  "'auto': when vl-convert is installed.")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -63,6 +154,19 @@ class Advisor(Magics):
         """(model name, inputs name, options) of the last ``%advise``: what ``--verify`` re-runs."""
         self.last_verification: Any = None
         """The last ``--verify`` result (:class:`aiadvisor.verify.Verification`)."""
+
+    def update_config(self, config: Any) -> None:
+        """``%config Advisor.<name> = value``: an unknown name is an error, not a warning."""
+        section = dict.get(config, "Advisor")  # dict.get: Config would create the section
+        names = sorted(self.trait_names(config=True))
+        for name in section or ():
+            if name not in names:
+                guess = f"default_{name}" if f"default_{name}" in names else None
+                hint = guess or next(iter(close_matches(name, names, n=1)), None)
+                fix = f" Did you mean {hint!r}?" if hint else ""
+                raise ConfigValueError(f"Advisor has no setting {name!r}: expected one of "
+                                       f"{', '.join(map(repr, names))}.{fix}")
+        super().update_config(config)
 
     @magic_arguments()
     @argument("model", nargs="?", help="Name of the torch.nn.Module in the notebook.")
@@ -282,7 +386,12 @@ def _short_errors() -> Iterator[None]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext aiadvisor``: register ``%advise`` and the ``Advisor`` settings."""
-    magics = Advisor(shell=ipython)
+    try:
+        magics = Advisor(shell=ipython)
+    except ConfigValueError as exc:  # a bad c.Advisor.* value in the IPython profile's config
+        ipython.configurables[:] = [c for c in ipython.configurables
+                                    if not isinstance(c, Advisor)]
+        raise UsageError(f"aiadvisor was not loaded: {exc}") from exc
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)

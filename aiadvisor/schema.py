@@ -269,6 +269,11 @@ class ModelProfile:
     measured_step_time_s: float | None = None
     measured_peak_bytes: int | None = None
     notes: tuple[str, ...] = ()
+    max_seq_len: int | None = None
+    """Longest sequence the model accepts (its position limit), None when it has none (rotary
+    positions without a maximum, CNNs); ``at(seq_len=...)`` beyond it raises."""
+    max_seq_len_source: str = ""
+    """Where ``max_seq_len`` was read, e.g. ``"GPT2Config.n_positions"``."""
     scaling: Any = None
     """Private: per-quantity polynomial coefficients in (batch, seq) used by :meth:`at`."""
 
@@ -277,6 +282,11 @@ class ModelProfile:
             raise InvalidArgumentError(
                 f"path={self.path!r} is not valid: expected one of {', '.join(PROFILE_PATHS)}."
             )
+        if self.max_seq_len is not None and (
+                not isinstance(self.max_seq_len, int) or self.max_seq_len < 1):
+            raise InvalidArgumentError(
+                f"max_seq_len={self.max_seq_len!r} is not valid: expected an integer >= 1 or "
+                "None (no position limit).")
 
     @property
     def flops_per_step(self) -> float:

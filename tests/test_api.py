@@ -251,3 +251,61 @@ def test_profile_for_advice_is_the_trace_advise_makes(model, report):
     assert profile_for_advice(model, x, precision="fp8").precision == "bf16"
     with pytest.raises(InvalidArgumentError, match="precision='fp64'"):
         profile_for_advice(model, x, precision="fp64")
+
+
+@pytest.fixture(scope="module")
+def train_profile(model):
+    return aa.profile(model, torch.randn(8, 256), mode="train", optimizer="adamw")
+
+
+@pytest.mark.parametrize(("option", "value", "captured", "fix"), [
+    ("mode", "infer", "train", "profile again with mode='infer'"),
+    ("optimizer", "sgd", "adamw", "profile again with optimizer='sgd'"),
+])
+def test_advise_refuses_options_a_profile_did_not_capture(train_profile, option, value,
+                                                          captured, fix):
+    from aiadvisor.errors import ProfileOptionError
+
+    # Before: advise(profile, mode="infer") returned a training report without a word.
+    with pytest.raises(ProfileOptionError) as info:
+        aa.advise(train_profile, hardware="H100 SXM", **{option: value})
+    message = str(info.value)
+    assert f"{option}={value!r}" in message and f"captured with {option}={captured!r}" in message
+    assert f"omit {option}=" in message and fix in message
+    assert isinstance(info.value, aa.AIAdvisorError)
+
+
+def test_advise_on_an_inference_profile_names_its_missing_optimizer(model):
+    from aiadvisor.errors import ProfileOptionError
+
+    infer = aa.profile(model, torch.randn(8, 256), mode="infer")
+    assert infer.optimizer == "none"  # inference traces no optimizer step
+    with pytest.raises(ProfileOptionError, match="optimizer='adamw'.*optimizer='none'.*"
+                                                 "mode='train', optimizer='adamw'"):
+        aa.advise(infer, hardware="H100 SXM", optimizer="adamw")
+    # The defaults (None) mean "as captured": no error, and the report keeps the profile's mode.
+    assert aa.advise(infer, hardware="H100 SXM").options["mode"] == "infer"
+
+
+def test_advise_measure_needs_a_measured_profile(model, train_profile):
+    from aiadvisor.errors import ProfileOptionError
+
+    assert train_profile.measured_step_time_s is None
+    with pytest.raises(ProfileOptionError, match=r"measure=True .*without a measurement.*"
+                                                 r"profile again with measure=True"):
+        aa.advise(train_profile, hardware="H100 SXM", measure=True)
+    with pytest.raises(InvalidArgumentError, match="measure='yes'.*True, False or None"):
+        aa.advise(train_profile, hardware="H100 SXM", measure="yes")
+    measured = aa.profile(model, torch.randn(8, 256), measure=True, measure_steps=1)
+    assert measured.measured_step_time_s is not None
+    assert aa.advise(measured, hardware="H100 SXM", measure=True).profile.measured_step_time_s \
+        == measured.measured_step_time_s
+
+
+def test_advise_accepts_the_options_a_profile_was_captured_with(train_profile):
+    same = aa.advise(train_profile, hardware="H100 SXM", mode="train", optimizer="adamw",
+                     measure=False)
+    default = aa.advise(train_profile, hardware="H100 SXM")
+    assert same.prediction.step_time_s == default.prediction.step_time_s
+    with pytest.raises(InvalidArgumentError, match="mode='eval'.*'train', 'infer'"):
+        aa.advise(train_profile, hardware="H100 SXM", mode="eval")

@@ -46,7 +46,7 @@ def ip(shell):
     for name in ("model", "x"):
         shell.user_ns.pop(name, None)
     for trait in ("default_mode", "default_hardware", "default_devices", "default_precision",
-                  "widgets"):
+                  "widgets", "offline_charts"):
         magics.set_trait(trait, magics.trait_defaults(trait))
     magics.last_view = magics.last_call = magics.last_verification = None
 
@@ -138,10 +138,79 @@ def test_config_sets_defaults(ip):
     assert (magics.default_mode, magics.default_devices) == ("infer", 8)
 
 
-def test_config_rejects_an_unknown_mode(ip, caplog):
-    ip.run_cell('%config Advisor.default_mode = "serve"')  # %config logs, it does not raise
-    assert ip.find_magic("advise").__self__.default_mode == "train"
-    assert "expected any of ['train', 'infer'], not the str 'serve'" in caplog.text
+_PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf4'"
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('default_mode = "serve"', "Advisor.default_mode='serve' is not valid: expected one of "
+                               "'train', 'infer'."),
+    ('default_mode = 3', "Advisor.default_mode=3 is not valid: expected one of 'train', "
+                         "'infer'."),
+    ('default_precision = "bf17"', f"Advisor.default_precision='bf17' is not valid: expected "
+                                   f"one of {_PRECISION_CHOICES} or '' (let the advisor "
+                                   "choose). Did you mean 'bf16'?"),
+    ('default_devices = "8"', "Advisor.default_devices='8' is not valid: expected an integer "
+                              ">= 1, or None (let the advisor choose). Did you mean 8 (a "
+                              "number, without quotes)?"),
+    ("default_devices = 0", "Advisor.default_devices=0 is not valid: expected an integer >= 1"),
+    ("default_devices = -4", "Advisor.default_devices=-4 is not valid: expected an integer >= "
+                             "1"),
+    ("default_devices = True", "Advisor.default_devices=True is not valid: expected an "
+                               "integer >= 1"),
+    ('widgets = "False"', "Advisor.widgets='False' is not valid: expected True or False. Did "
+                          "you mean False (without quotes)?"),
+    ('offline_charts = "sometimes"', "Advisor.offline_charts='sometimes' is not valid: "
+                                     "expected one of 'auto', 'always', 'never'."),
+    ('default_hardware = "H1000 SXM"', "Advisor.default_hardware='H1000 SXM' is not valid: "
+                                       "expected a catalog name"),
+    ("default_hardware = 100", "Advisor.default_hardware=100 is not valid: expected a catalog "
+                               "name (e.g. 'NVIDIA H100 SXM'), 'local' or ''"),
+    ('precision = "bf16"', "Advisor has no setting 'precision': expected one of "
+                           "'default_devices', 'default_hardware', 'default_mode', "
+                           "'default_precision', 'offline_charts', 'widgets'. Did you mean "
+                           "'default_precision'?"),
+])
+def test_config_rejects_bad_values_naming_the_setting_and_choices(ip, caplog, line, expected):
+    magics = ip.find_magic("advise").__self__
+    before = {name: getattr(magics, name) for name in magics.trait_names(config=True)}
+    ip.run_cell(f"%config Advisor.{line}")  # %config logs the error, it does not raise
+    assert expected in caplog.text
+    # Before: traitlets' "expected any of ['train', 'infer'], not the str 'serve'" (no
+    # choices for precision: any string was kept), and 0 / "bf17" / "precision" were accepted.
+    assert {name: getattr(magics, name) for name in before} == before
+
+
+def test_config_errors_are_aiadvisor_errors(ip):
+    from aiadvisor.errors import AIAdvisorError
+    from aiadvisor.magics import ConfigValueError
+
+    magics = ip.find_magic("advise").__self__
+    with pytest.raises(ConfigValueError, match="Advisor.default_precision='bf17'") as info:
+        magics.default_precision = "bf17"
+    assert isinstance(info.value, AIAdvisorError)
+    with pytest.raises(ConfigValueError, match="Did you mean 'NVIDIA H100 SXM'"):
+        magics.default_hardware = "H1000 SXM"
+
+
+def test_config_accepts_names_in_any_case_and_none_devices(ip):
+    ip.run_cell('%config Advisor.default_precision = "BF16"')
+    ip.run_cell("%config Advisor.default_devices = None")
+    ip.run_cell('%config Advisor.default_hardware = "local"')
+    ip.run_cell('%config Advisor.default_mode = "Infer"')
+    magics = ip.find_magic("advise").__self__
+    assert (magics.default_precision, magics.default_devices) == ("bf16", None)
+    assert (magics.default_hardware, magics.default_mode) == ("local", "infer")
+
+
+def test_bad_setting_in_the_profile_config_is_a_usage_error_at_load():
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.Advisor.default_devices = 0
+    shell = TestingShell(config=config)
+    with pytest.raises(UsageError, match="aiadvisor was not loaded: Advisor.default_devices=0 "
+                                         "is not valid: expected an integer >= 1"):
+        shell.run_cell("%load_ext aiadvisor")
+    assert not any(type(c).__name__ == "Advisor" for c in shell.configurables)
 
 
 def test_unload_removes_the_magic():

@@ -18,7 +18,7 @@ from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_c
 from ..schema import ModelProfile
 from ..units import MODES, OPTIMIZER_TRAFFIC, OPTIMIZERS, PRECISIONS
 from . import assemble
-from .scaling import evaluate, fit, grid
+from .scaling import evaluate, fit, grid, position_limit
 
 __all__ = ["profile"]
 
@@ -99,6 +99,7 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
                                              plan=plan)
     static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
                      precision=precision, model_name=model_name, notes=notes)
+    _record_position_limit(static, model, spec.seq_len)
     base = (spec.batch_size, spec.seq_len)
     dyn = _dynamic(result, plan, static)
     fitted = None
@@ -114,6 +115,16 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
     if fitted is not None:
         prof = dataclasses.replace(prof, scaling={"fit": fitted, "static": static})
     return prof
+
+
+def _record_position_limit(static: dict[str, Any], model, seq_len: int | None) -> None:
+    """The model's sequence-length limit, so ``prof.at(seq_len=...)`` cannot pass it."""
+    limit, source = position_limit(model, seq_len=seq_len)
+    static["max_seq_len"], static["max_seq_len_source"] = limit, source
+    if limit is not None and seq_len > limit:
+        # Fake tensors do not check index values: the trace ran, a real step would not.
+        static["notes"].append(f"the example's sequence length {seq_len} is longer than the "
+                               f"model accepts ({limit}, {source}): a real step would fail")
 
 
 @contextlib.contextmanager

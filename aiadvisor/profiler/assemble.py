@@ -78,6 +78,8 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         block_output_bytes=int(dyn.get("block_output_bytes", 0)),
         measured_step_time_s=static.get("measured_step_time_s"),
         measured_peak_bytes=static.get("measured_peak_bytes"),
+        max_seq_len=static.get("max_seq_len"),
+        max_seq_len_source=static.get("max_seq_len_source", ""),
         notes=tuple(static["notes"]),
     )
 

@@ -11,11 +11,46 @@ the coefficients exactly, so :meth:`ModelProfile.at` answers any (B, S) without 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
+
+#: Config attributes that bound the sequence length (Hugging Face: ``max_position_embeddings``
+#: in BERT/Llama-style configs, ``n_positions`` in GPT-2's, ``max_seq_len`` in MPT's).
+CONFIG_POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len")
+
+_POSITION_TABLE = re.compile(r"(^|_)(pos|wpe|position|positions|positional)(_|$)")
+
+
+def position_limit(model: Any, *, seq_len: int | None) -> tuple[int | None, str]:
+    """The longest sequence ``model`` accepts and where that was read, or ``(None, "")``.
+
+    A model's ``config`` attribute (Hugging Face) names it; otherwise a learned position table,
+    an ``nn.Embedding`` named like one (``pos``, ``wpe``, ``position_embeddings``,
+    ``embed_positions``, ...), has one row per position. A table shorter than the example's
+    ``seq_len`` cannot be the position table of a model that just ran on it, so it is skipped.
+    Inputs without a sequence dimension have no limit.
+    """
+    if seq_len is None:
+        return None, ""
+    config = getattr(model, "config", None)
+    for attr in CONFIG_POSITION_LIMITS:
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            # Name the attribute as the config spells it (GPT2Config aliases n_positions).
+            own = getattr(config, "attribute_map", {}).get(attr, attr)
+            return value, f"{type(config).__name__}.{own}"
+    tables = []
+    for name, module in model.named_modules():
+        rows = getattr(module, "num_embeddings", None)
+        if (type(module).__name__ == "Embedding" and isinstance(rows, int) and rows >= seq_len
+                and _POSITION_TABLE.search(name.rsplit(".", 1)[-1])):
+            tables.append((rows, f"learned position table {name!r} "
+                                 f"(Embedding({rows}, {module.embedding_dim}))"))
+    return min(tables) if tables else (None, "")
 
 
 def grid(batch_size: int, seq_len: int | None) -> list[tuple[int, int | None]]:
@@ -69,7 +104,11 @@ def evaluate(scaling: dict[str, Any], batch_size: int, seq_len: int | None) -> d
 
 
 def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
-    """The profile at another batch size / sequence length, from its fitted coefficients."""
+    """The profile at another batch size / sequence length, from its fitted coefficients.
+
+    A ``seq_len`` beyond the model's position limit (``prof.max_seq_len``) raises
+    ``InvalidArgumentError`` naming the limit and where it was read.
+    """
     from . import assemble  # local: assemble imports torch-free helpers only
 
     batch_size = prof.batch_size if batch_size is None else batch_size
@@ -86,6 +125,13 @@ def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
         raise InvalidArgumentError(f"seq_len={seq_len!r} is not valid: expected an integer >= 1.")
     if (batch_size, seq_len) == (prof.batch_size, prof.seq_len):
         return prof
+    limit = prof.max_seq_len
+    if limit is not None and seq_len > limit and seq_len != prof.seq_len:
+        raise InvalidArgumentError(
+            f"seq_len={seq_len} is not valid for {prof.model_name!r}: the model accepts at most "
+            f"{limit} positions ({prof.max_seq_len_source or 'its position limit'}). Expected "
+            f"a seq_len from 1 to {limit}."
+        )
     if prof.scaling is None:
         raise InvalidArgumentError(
             "this profile cannot be rescaled: its scaling traces did not run "

@@ -112,6 +112,11 @@ class Dashboard(W.VBox):
                                        continuous_update=False, style=style)
         seq = option(report, "seq_len", profile.seq_len)
         seq_options = _powers_of_two(int(seq), low=16, high=8192) if seq else ["n/a"]
+        limit = profile.max_seq_len
+        if seq and limit is not None:
+            # Not past the model's position limit (prof.at would refuse); the limit itself is
+            # offered even when it is not a power of two.
+            seq_options = sorted({n for n in seq_options if n <= limit} | {limit, int(seq)})
         self.seq = W.SelectionSlider(options=seq_options, value=seq or "n/a",
                                      description="sequence length", continuous_update=False,
                                      disabled=not seq, style=style,
