@@ -230,8 +230,12 @@ class Recommendation:
 class ModelProfile:
     """What one step of a model costs: FLOPs, bytes and memory, per op and per module.
 
-    Built by :func:`aiadvisor.profile`. All counts are per step for the whole batch. ``at()``
-    answers other batch sizes and sequence lengths from the captured traces, without re-tracing.
+    Built by :func:`aiadvisor.profile`. All counts are per step for the whole batch. Other batch
+    sizes and sequence lengths are answered from the captured traces, without re-tracing, by
+    :func:`aiadvisor.profiler.rescale`; the profiles :func:`aiadvisor.profile` returns are
+    :class:`aiadvisor.profiler.TracedProfile`, which adds the shorthand ``prof.at(...)``. (The
+    method lives in the profiler layer so that this module, which every layer imports, imports
+    no layer above it.)
     """
 
     model_name: str
@@ -270,7 +274,8 @@ class ModelProfile:
     measured_peak_bytes: int | None = None
     notes: tuple[str, ...] = ()
     scaling: Any = None
-    """Private: per-quantity polynomial coefficients in (batch, seq) used by :meth:`at`."""
+    """Private: per-quantity polynomial coefficients in (batch, seq) used by
+    :func:`aiadvisor.profiler.rescale`."""
 
     def __post_init__(self) -> None:
         if self.path not in PROFILE_PATHS:
@@ -305,12 +310,6 @@ class ModelProfile:
             row["bytes_total"] = op.bytes_total
             rows.append(row)
         return pd.DataFrame(rows)
-
-    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> ModelProfile:
-        """The same model at another batch size and/or sequence length (no re-trace)."""
-        from .profiler.scaling import rescale
-
-        return rescale(self, batch_size=batch_size, seq_len=seq_len)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import CodeNames
 from ..errors import InvalidArgumentError, check_choice
+from ..profiler import rescale
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import PRECISIONS
 from .memory import PartsSource
@@ -41,7 +42,7 @@ class Advice:
         batch, seq = options.get("batch_size"), options.get("seq_len")
         # Profiles and activation analyses are memoised on the captured profile, so
         # re-advising for another batch size or device count re-uses them (no re-trace).
-        seq_prof = predictor.memo(base, ("seq", seq), lambda: base.at(seq_len=seq))
+        seq_prof = predictor.memo(base, ("seq", seq), lambda: rescale(base, seq_len=seq))
         self.profile = prof = predictor.at(seq_prof, batch or seq_prof.batch_size)
         self._parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
                                       cache=predictor.memo(seq_prof, ("parts",), dict))
