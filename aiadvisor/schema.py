@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError
-from .units import PRECISIONS
+from .units import PRECISION_COLUMN, PRECISIONS
 
 OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer",
               "other")
@@ -174,11 +174,8 @@ class HardwareSpec:
             raise InvalidArgumentError(
                 f"precision={precision!r} is not valid: expected one of {', '.join(PRECISIONS)}."
             )
-        column = {
-            "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-            "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
-            "nf4": "bf16_tflops",
-        }[precision]
+        # NF4 has no column of its own: its GEMMs run in BF16 on dequantised weights.
+        column = PRECISION_COLUMN[precision] or PRECISION_COLUMN["bf16"]
         return getattr(self, column)
 
 
