@@ -152,3 +152,26 @@ def test_layers_above_the_cost_model_use_only_its_public_names():
             private.update({".".join(name): uses for uses in [_private_costmodel_uses(path)]
                             if uses})
     assert private == {}
+
+
+def test_predicting_and_advising_import_no_training_code():
+    # Only the fitted tables (data/costmodel/efficiency_model.json) are used at run time:
+    # scikit-learn and the fitting code (aiadvisor.costmodel.training) are for
+    # scripts/train_costmodel.py and bench/.
+    statement = (
+        "import importlib.util, torch, aiadvisor as aa; "
+        "net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), "
+        "torch.nn.Linear(64, 8)); x = torch.randn(4, 32); "
+        "prof = aa.profile(net, x); aa.predict(prof, hardware='H100', precision='bf16'); "
+        "aa.costmodel.predict_table(prof, specs=[aa.hardware.get('A100')]); "
+        "aa.plan_parallel(prof, hardware='H100', num_devices=8, precision='bf16'); "
+        "report = aa.advise(net, x, hardware='H100'); report.to_markdown(); "
+        "import aiadvisor.cli, aiadvisor.verify; "
+        "ui = importlib.util.find_spec('IPython') and importlib.util.find_spec('ipywidgets'); "
+        "ui and __import__('aiadvisor.magics'); ui and __import__('aiadvisor.widgets')"
+    )
+    code = f"import sys, json; {statement}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "sklearn" not in {name.split(".")[0] for name in loaded}
+    assert "aiadvisor.costmodel.training" not in loaded
