@@ -209,8 +209,11 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
 
     Examples
     --------
-    >>> pred = aa.predict(prof, hardware="H100", precision="bf16")  # doctest: +SKIP
-    >>> pred.step_time_s, pred.low_s, pred.high_s, pred.confidence  # doctest: +SKIP
+    >>> import torch, aiadvisor as aa
+    >>> prof = aa.profile(torch.nn.Linear(1024, 1024), torch.randn(32, 1024))
+    >>> pred = aa.predict(prof, hardware="H100", precision="bf16")
+    >>> pred.hardware, pred.low_s <= pred.step_time_s <= pred.high_s
+    ('NVIDIA H100 SXM', True)
     """
     _check_profile(prof)
     parallel = _parallel_for(num_devices, parallel)
