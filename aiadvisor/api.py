@@ -121,7 +121,7 @@ class Report:
         --------
         >>> bigger = report.with_options(batch_size=32, num_devices=8)  # doctest: +SKIP
         """
-        from .recommend.advisor import compute, replace_options
+        from .recommend.assemble import compute, replace_options
 
         # The user's own options (an unpinned precision stays unpinned), not the resolved ones.
         options = replace_options(self._advice.user_options, changes)
@@ -136,7 +136,7 @@ class Report:
     # -- renderings --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-safe values (NaN becomes None)."""
-        from .recommend.advisor import prediction_dict, profile_summary
+        from .recommend.assemble import prediction_dict, profile_summary
 
         data = {
             "options": self.options,
@@ -252,7 +252,7 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str = "train",
     ('NVIDIA H100 SXM', True)
     """
     from .hardware import all_specs
-    from .recommend.advisor import check_options, compute
+    from .recommend.assemble import check_options, compute
     from .recommend.predictor import Predictor
 
     names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,

@@ -25,7 +25,7 @@ OPTION_KEYS = ("hardware", "num_devices", "precision", "batch_size", "seq_len",
                "budget_usd_per_hour")
 
 
-class Advice:
+class ReportTables:
     """Everything a Report shows for one profile and one set of options.
 
     Each table is computed the first time it is read and then kept: a dashboard that redraws
@@ -177,10 +177,10 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
 
 
 def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
-            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> Advice:
+            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> ReportTables:
     """The advice for ``base`` rescaled to the options' batch size and sequence length."""
-    return Advice(base, spec=spec, specs=specs, options=options, names=names,
-                  predictor=predictor)
+    return ReportTables(base, spec=spec, specs=specs, options=options, names=names,
+                        predictor=predictor)
 
 
 def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:
@@ -211,7 +211,7 @@ def _apply_budget(hardware: pd.DataFrame, budget: float | None, notes: list[str]
 
 
 def replace_options(options: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``options`` (as the user gave them: :attr:`Advice.user_options`) with ``changes``."""
+    """``options`` (as the user gave them: :attr:`ReportTables.user_options`) with ``changes``."""
     unknown = sorted(set(changes) - set(OPTION_KEYS))
     if unknown:
         raise InvalidArgumentError(
