@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError
-from .units import PRECISIONS
+from .units import PRECISION_COLUMN, PRECISIONS
 
 OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer",
               "other")
@@ -174,11 +174,8 @@ class HardwareSpec:
             raise InvalidArgumentError(
                 f"precision={precision!r} is not valid: expected one of {', '.join(PRECISIONS)}."
             )
-        column = {
-            "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-            "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
-            "nf4": "bf16_tflops",
-        }[precision]
+        # NF4 has no column of its own: its GEMMs run in BF16 on dequantised weights.
+        column = PRECISION_COLUMN[precision] or PRECISION_COLUMN["bf16"]
         return getattr(self, column)
 
 
@@ -230,8 +227,12 @@ class Recommendation:
 class ModelProfile:
     """What one step of a model costs: FLOPs, bytes and memory, per op and per module.
 
-    Built by :func:`aiadvisor.profile`. All counts are per step for the whole batch. ``at()``
-    answers other batch sizes and sequence lengths from the captured traces, without re-tracing.
+    Built by :func:`aiadvisor.profile`. All counts are per step for the whole batch. Other batch
+    sizes and sequence lengths are answered from the captured traces, without re-tracing, by
+    :func:`aiadvisor.profiler.rescale`; the profiles :func:`aiadvisor.profile` returns are
+    :class:`aiadvisor.profiler.TracedProfile`, which adds the shorthand ``prof.at(...)``. (The
+    method lives in the profiler layer so that this module, which every layer imports, imports
+    no layer above it.)
     """
 
     model_name: str
@@ -275,7 +276,8 @@ class ModelProfile:
     max_seq_len_source: str = ""
     """Where ``max_seq_len`` was read, e.g. ``"GPT2Config.n_positions"``."""
     scaling: Any = None
-    """Private: per-quantity polynomial coefficients in (batch, seq) used by :meth:`at`."""
+    """Private: per-quantity polynomial coefficients in (batch, seq) used by
+    :func:`aiadvisor.profiler.rescale`."""
 
     def __post_init__(self) -> None:
         if self.path not in PROFILE_PATHS:
@@ -315,12 +317,6 @@ class ModelProfile:
             row["bytes_total"] = op.bytes_total
             rows.append(row)
         return pd.DataFrame(rows)
-
-    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> ModelProfile:
-        """The same model at another batch size and/or sequence length (no re-trace)."""
-        from .profiler.scaling import rescale
-
-        return rescale(self, batch_size=batch_size, seq_len=seq_len)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

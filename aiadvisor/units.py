@@ -31,6 +31,15 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "none")
 #: SGD with momentum reads p, g, buf and writes buf, p (5); plain SGD reads p, g, writes p (3).
 OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), "sgd": (3, 2)}
 
+#: Hardware-spec column holding each precision's dense peak (TFLOP/s; TOP/s for the integer
+#: formats). The one copy: the schema, the catalog, the support levels and the benchmark read it.
+#: NF4 has no engine anywhere (weights are dequantised to 16 bit), so it has no column.
+PRECISION_COLUMN = {
+    "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
+    "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
+    "nf4": None,
+}
+
 
 def fmt_bytes(num_bytes: float) -> str:
     """Format a byte count with binary units: ``fmt_bytes(3 * 1024**3) == '3.00 GiB'``."""

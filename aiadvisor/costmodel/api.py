@@ -209,8 +209,11 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
 
     Examples
     --------
-    >>> pred = aa.predict(prof, hardware="H100", precision="bf16")  # doctest: +SKIP
-    >>> pred.step_time_s, pred.low_s, pred.high_s, pred.confidence  # doctest: +SKIP
+    >>> import torch, aiadvisor as aa
+    >>> prof = aa.profile(torch.nn.Linear(1024, 1024), torch.randn(32, 1024))
+    >>> pred = aa.predict(prof, hardware="H100", precision="bf16")
+    >>> pred.hardware, pred.low_s <= pred.step_time_s <= pred.high_s
+    ('NVIDIA H100 SXM', True)
     """
     _check_profile(prof)
     parallel = _parallel_for(num_devices, parallel)
@@ -265,8 +268,11 @@ def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,
 
 def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = None,
                   precisions: Sequence[str] | None = None, num_devices: int = 1,
-                  model: EfficiencyModel | None = None):
+                  parallel: ParallelConfig | None = None, model: EfficiencyModel | None = None):
     """Predict every device x precision at once (vectorised), as a pandas DataFrame.
+
+    The same numbers as :func:`predict` for each row (but no notes): one call instead of one
+    per device and precision, for rankings and planners.
 
     Parameters
     ----------
@@ -276,7 +282,12 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
     precisions : sequence of str, optional
         Default: all of ``fp32, tf32, bf16, fp16, fp8, int8, int4, nf4``.
     num_devices : int
-        Devices per configuration, data parallel (DDP).
+        Devices per configuration; without ``parallel`` the batch is split data-parallel (DDP).
+    parallel : ParallelConfig, optional
+        One layout for every row (dp/tp/pp degrees, ZeRO stage, offload, checkpointing), as in
+        :func:`predict`; ``num_devices`` may then be left out.
+    model : EfficiencyModel, optional
+        Another fitted model (default: the shipped one).
 
     Returns
     -------
@@ -288,7 +299,7 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
     import pandas as pd
 
     _check_profile(prof)
-    parallel = _parallel_for(num_devices, None)
+    parallel = _parallel_for(num_devices, parallel)
     if specs is None:
         from ..hardware import all_specs
 
@@ -333,8 +344,11 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict 
     bound = np.array(["compute", "memory", "communication", "overhead"])[breakdown.argmax(axis=0)]
     w = familiarity(devs, model)
     other = np.array([s.vendor.upper() != "NVIDIA" or s.kind != "gpu" for s in specs])
+    # As _confidence: a layout beyond data parallel caps the confidence at medium.
+    best = "medium" if parallel.tp_degree > 1 or parallel.pp_degree > 1 or parallel.offload \
+        else "high"
     confidence = np.where(other | (precision not in MEASURED_PRECISIONS), "low",
-                          np.where(w < 0.5, "medium", "high"))
+                          np.where(w < 0.5, "medium", best))
     n = len(specs)
     return {
         "hardware": np.array([s.name for s in specs], dtype=object),

@@ -62,8 +62,9 @@ def op_features(flops, num_bytes, peak_tflops, bw_gbs):
     times are floored at 1e-12 s so empty ops stay finite.
 
     >>> f1, f2 = op_features(2 * 4096.0**3, 6 * 4096.0**2, 1000.0, 3000.0)
-    >>> round(float(f1), 3), round(float(f2), 3)   # 137 us, intensity 4.0x the ridge
-    (-3.862, 0.602)
+    >>> # compute 1.374e11 / 1e15 = 137 us; memory 1.007e8 / 3e12 = 33.6 us: 4.096x the ridge
+    >>> round(float(f1), 3), round(float(f2), 3)
+    (-3.862, 0.612)
     """
     compute_s = np.maximum(
         np.asarray(flops, float) / (np.asarray(peak_tflops, float) * 1e12), 1e-12)

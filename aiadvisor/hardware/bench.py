@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec
+from ..units import PRECISION_COLUMN
 from .calibrate import (
     ATTENTION_SEQ,
     CPU_ELEMENTS,
@@ -53,8 +54,6 @@ __all__ = [
 
 _CACHE_VERSION = 3
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-_COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-           "fp16": "fp16_tflops"}
 
 Progress = Callable[[float, str], None]
 
@@ -146,7 +145,7 @@ class BenchmarkResult:
 
     def apply_to(self, spec: HardwareSpec) -> HardwareSpec:
         """``spec`` with the measured figures in place of the datasheet ones, measured=True."""
-        measured = {_COLUMN[p]: self.peak_tflops(p) for p in self.precisions}
+        measured = {PRECISION_COLUMN[p]: self.peak_tflops(p) for p in self.precisions}
         bandwidth = self.memory_bw_gbs
         if bandwidth is not None:
             measured["memory_bw_gbs"] = bandwidth

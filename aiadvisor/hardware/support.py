@@ -1,29 +1,31 @@
-"""Which precision runs at full rate on which device, derived from the catalog's figures."""
+"""Which precision runs at full rate on which device, derived from the catalog's figures.
+
+The one copy of the rule: :func:`support_level` answers for one spec, :func:`support_matrix`
+for a whole table (the catalog or a user CSV); the recommender and the dashboard use them.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..units import PRECISIONS
+from ..errors import check_choice
+from ..units import PRECISION_COLUMN, PRECISIONS
 from .spec_table import as_table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FALLBACKS", "PRECISION_COLUMN", "SUPPORT_LEVELS", "support_matrix"]
+    from ..schema import HardwareSpec
+
+__all__ = ["FALLBACKS", "PRECISION_COLUMN", "SUPPORT_LEVELS", "support_level", "support_matrix"]
 
 #: full: the catalog has a dense figure for this format (a native engine runs it).
 #: emulated: no figure, but a wider format has one: it runs by conversion (weight-only
 #: dequantisation, upcast), at most at the wider format's rate.
 #: unknown: neither the format nor any wider one has a figure in the catalog.
 SUPPORT_LEVELS = ("full", "emulated", "unknown")
-
-PRECISION_COLUMN = {
-    "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-    "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
-    "nf4": None,  # NF4 has no engine anywhere: weights are dequantised to 16 bit
-}
 
 #: Wider formats a precision falls back to when it has no engine of its own.
 FALLBACKS = {
@@ -33,13 +35,29 @@ FALLBACKS = {
 }
 
 
-def _level(row: pd.Series, precision: str) -> str:
+def _level(has_figure: Callable[[str], bool], precision: str) -> str:
     column = PRECISION_COLUMN[precision]
-    if column is not None and row[column] == row[column]:  # not NaN
+    if column is not None and has_figure(column):
         return "full"
-    if any(row[PRECISION_COLUMN[p]] == row[PRECISION_COLUMN[p]] for p in FALLBACKS[precision]):
+    if any(has_figure(PRECISION_COLUMN[p]) for p in FALLBACKS[precision]):
         return "emulated"
     return "unknown"
+
+
+def support_level(spec: HardwareSpec, precision: str) -> str:
+    """How ``spec`` runs ``precision``: one of :data:`SUPPORT_LEVELS`.
+
+    ``full`` when the spec has a dense figure for it, ``emulated`` when only a wider format
+    has one (:data:`FALLBACKS`), ``unknown`` when neither has.
+
+    Examples
+    --------
+    >>> from aiadvisor.hardware import get
+    >>> support_level(get("H100 SXM"), "fp8"), support_level(get("T4"), "fp8")
+    ('full', 'emulated')
+    """
+    check_choice("precision", precision, PRECISIONS)
+    return _level(lambda column: getattr(spec, column) is not None, precision)
 
 
 def support_matrix(catalog: pd.DataFrame | str | os.PathLike | None = None) -> pd.DataFrame:
@@ -67,7 +85,9 @@ def support_matrix(catalog: pd.DataFrame | str | os.PathLike | None = None) -> p
     import pandas as pd
 
     table = as_table(catalog)
-    data = {p: [_level(row, p) for _, row in table.iterrows()] for p in PRECISIONS}
+    # A blank cell reads as NaN, which is the one value unequal to itself.
+    data = {p: [_level(lambda c, row=row: row[c] == row[c], p) for _, row in table.iterrows()]
+            for p in PRECISIONS}
     matrix = pd.DataFrame(data, index=pd.Index(table["name"].tolist(), name="name"),
                           columns=list(PRECISIONS))
     return matrix

@@ -18,9 +18,9 @@ from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_c
 from ..schema import ModelProfile
 from ..units import MODES, OPTIMIZER_TRAFFIC, OPTIMIZERS, PRECISIONS
 from . import assemble
-from .scaling import evaluate, fit, grid, position_limit
+from .scaling import TracedProfile, evaluate, fit, grid, position_limit, rescale
 
-__all__ = ["profile"]
+__all__ = ["TracedProfile", "profile", "rescale"]
 
 
 
@@ -57,7 +57,9 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
 
     Returns
     -------
-    ModelProfile
+    TracedProfile
+        A :class:`~aiadvisor.schema.ModelProfile` with ``at(batch_size=..., seq_len=...)``
+        (:func:`rescale`).
 
     Examples
     --------

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import MemoryBreakdown, ModelProfile, ModuleRecord, OpRecord
+from ..schema import MemoryBreakdown, ModuleRecord, OpRecord
+from .scaling import TracedProfile
 
 SEP = "|"
 OP_FIELDS = ("count", "flops", "bytes_read", "bytes_written")
@@ -38,7 +39,7 @@ def optimizer_temporaries(optimizer: str, *, trainable_bytes: int, max_param_byt
 
 
 def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: int,
-                  seq_len: int | None) -> ModelProfile:
+                  seq_len: int | None) -> TracedProfile:
     ops, flops_by_phase = _ops(static, dyn)
     train = static["mode"] == "train"
     weights = static["weights_bytes"]
@@ -63,7 +64,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         temporaries_bytes=temporaries,
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
-    return ModelProfile(
+    return TracedProfile(
         model_name=static["model_name"], model_type=static["model_type"], mode=static["mode"],
         precision=static["precision"], optimizer=static["optimizer"], batch_size=batch_size,
         seq_len=seq_len, num_params=static["num_params"],

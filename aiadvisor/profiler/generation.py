@@ -16,34 +16,13 @@ from torch.func import functional_call
 
 from ..errors import AIAdvisorError, InvalidArgumentError, InvalidModelError
 from ..schema import GenerationProfile, KVCacheLayout
+from .scaling import position_limit
 from .trace import _stand_ins, model_device
 
 #: Prompt lengths the cache is traced at (any two distinct lengths work; short ones are cheap).
 _TRACE_LENGTHS = (8, 16)
-#: Config attributes that bound the positions a model can attend over (HF names).
-_POSITION_ATTRS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
-                   "n_ctx", "seq_length")
-
-
 class NotACausalLMError(AIAdvisorError, TypeError):
     """The model has no causal-LM interface aiadvisor can trace a KV cache from."""
-
-
-def position_limit(model: nn.Module) -> tuple[int | None, str]:
-    """``(limit, where it came from)`` of the sequence length ``model`` accepts; None if unset.
-
-    HF configs name it ``max_position_embeddings`` (Llama, Mistral, BERT) or ``n_positions``
-    (GPT-2); the built-in example decoders keep theirs in ``aiadvisor_config.max_positions``.
-    """
-    for owner_name in ("config", "aiadvisor_config"):
-        owner = getattr(model, owner_name, None)
-        if owner is None:
-            continue
-        for attr in _POSITION_ATTRS + ("max_positions",):
-            value = getattr(owner, attr, None)
-            if isinstance(value, int) and value > 0:
-                return value, f"{type(model).__name__}.{owner_name}.{attr}"
-    return None, "the model sets no position limit"
 
 
 def _vocab_size(model: nn.Module) -> int:
@@ -223,7 +202,7 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
     if not isinstance(prompt_len, int) or prompt_len < 1:
         raise InvalidArgumentError(
             f"prompt_len={prompt_len!r} is not valid: expected an integer >= 1.")
-    limit, source = position_limit(model)
+    limit, _ = position_limit(model, seq_len=1)
     vocab = _vocab_size(model)
     kv = kv_cache if kv_cache is not None else kv_cache_layout(model)
     if example_inputs is None:
@@ -235,8 +214,11 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
     quantizable, head = _linear_params(model, vocab)
     return GenerationProfile(
         model_name=prefill.model_name, model_type=prefill.model_type, prefill=prefill, kv=kv,
-        max_positions=limit, positions_source=source, quantizable_params=quantizable,
-        head_params=head, attention_flops_per_context_token=_attention_coefficient(prefill))
+        max_positions=prefill.max_seq_len,
+        positions_source=prefill.max_seq_len_source or "the model sets no position limit",
+        quantizable_params=quantizable,
+        head_params=head,
+        attention_flops_per_context_token=_attention_coefficient(prefill))
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@ activations, the peak) is a polynomial in batch size B and sequence length S of 
 ``c0 + c1 S + c2 S^2 + B (c3 + c4 S + c5 S^2)``: per-sample work is at most quadratic in S
 (attention scores) and linear in B; weights and the optimizer do not depend on either. The
 profiler traces the model at six (B, S) points (two without a sequence dimension) and solves for
-the coefficients exactly, so :meth:`ModelProfile.at` answers any (B, S) without re-tracing.
+the coefficients exactly, so :func:`rescale` (``prof.at`` on a :class:`TracedProfile`) answers
+any (B, S) without re-tracing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..schema import ModelProfile
 
 #: Config attributes that bound the sequence length (Hugging Face: ``max_position_embeddings``
 #: in BERT/Llama-style configs, ``n_positions`` in GPT-2's, ``max_seq_len`` in MPT's).
@@ -32,6 +34,7 @@ def position_limit(model: Any, *, seq_len: int | None) -> tuple[int | None, str]
     an ``nn.Embedding`` named like one (``pos``, ``wpe``, ``position_embeddings``,
     ``embed_positions``, ...), has one row per position. A table shorter than the example's
     ``seq_len`` cannot be the position table of a model that just ran on it, so it is skipped.
+    Last, the built-in example decoders name theirs in ``aiadvisor_config.max_positions``.
     Inputs without a sequence dimension have no limit.
     """
     if seq_len is None:
@@ -50,7 +53,14 @@ def position_limit(model: Any, *, seq_len: int | None) -> tuple[int | None, str]
                 and _POSITION_TABLE.search(name.rsplit(".", 1)[-1])):
             tables.append((rows, f"learned position table {name!r} "
                                  f"(Embedding({rows}, {module.embedding_dim}))"))
-    return min(tables) if tables else (None, "")
+    if tables:
+        return min(tables)
+    # The built-in example decoders (aiadvisor.examples) carry the config they were built from
+    # (the Llama-style ones have no position table: rotary positions are left out).
+    builtin = getattr(getattr(model, "aiadvisor_config", None), "max_positions", None)
+    if isinstance(builtin, int) and not isinstance(builtin, bool) and builtin > 0:
+        return builtin, "DecoderConfig.max_positions of the built-in example"
+    return None, ""
 
 
 def grid(batch_size: int, seq_len: int | None) -> list[tuple[int, int | None]]:
@@ -103,11 +113,37 @@ def evaluate(scaling: dict[str, Any], batch_size: int, seq_len: int | None) -> d
     return {k: max(0.0, float(v)) for k, v in zip(scaling["keys"], values)}
 
 
-def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
-    """The profile at another batch size / sequence length, from its fitted coefficients.
+def rescale(prof: ModelProfile, *, batch_size: int | None = None,
+            seq_len: int | None = None) -> ModelProfile:
+    """The profile at another batch size and/or sequence length, from its fitted coefficients.
 
-    A ``seq_len`` beyond the model's position limit (``prof.max_seq_len``) raises
-    ``InvalidArgumentError`` naming the limit and where it was read.
+    Parameters
+    ----------
+    prof : ModelProfile
+        A profile from :func:`aiadvisor.profile` (any other profile can only be asked for its
+        own size: it has no scaling traces).
+    batch_size, seq_len : int, optional
+        The new size; each defaults to the profile's own.
+
+    Returns
+    -------
+    ModelProfile
+        Of the same class as ``prof`` (a :class:`TracedProfile` stays one).
+
+    Raises
+    ------
+    InvalidArgumentError
+        For a ``seq_len`` beyond the model's position limit (``prof.max_seq_len``, named with
+        where it was read), a size below 1, a sequence length on inputs without one, or a
+        profile that has no scaling traces (``profile(..., scaling=False)``, or tracing at
+        another size failed).
+
+    Examples
+    --------
+    >>> import torch, aiadvisor as aa
+    >>> prof = aa.profile(torch.nn.Linear(64, 64), torch.randn(4, 64), mode="infer")
+    >>> round(rescale(prof, batch_size=8).flops_forward)  # 2 * 8 * 64 * 64
+    65536
     """
     from . import assemble  # local: assemble imports torch-free helpers only
 
@@ -154,3 +190,27 @@ def rescale(prof, *, batch_size: int | None = None, seq_len: int | None = None):
 
 
 _CACHE_SIZE = 64
+
+
+class TracedProfile(ModelProfile):
+    """The :class:`~aiadvisor.schema.ModelProfile` that :func:`aiadvisor.profile` returns: the
+    same fields, plus :meth:`at` (:func:`rescale` as a method).
+
+    Defined here rather than on ``ModelProfile`` because rescaling needs the profiler and the
+    schema may import no layer above it. ``dataclasses.replace`` keeps the class, so every
+    profile derived from one (``at``, ``measure=True``) has ``at`` too.
+    """
+
+    def at(self, *, batch_size: int | None = None, seq_len: int | None = None) -> ModelProfile:
+        """The same model at another batch size and/or sequence length (no re-trace).
+
+        See :func:`rescale` for the parameters and errors.
+
+        Examples
+        --------
+        >>> import torch, aiadvisor as aa
+        >>> prof = aa.profile(torch.nn.Linear(64, 64), torch.randn(4, 64), mode="infer")
+        >>> round(prof.at(batch_size=2).flops_forward)  # 2 * 2 * 64 * 64 (fit round-off aside)
+        16384
+        """
+        return rescale(self, batch_size=batch_size, seq_len=seq_len)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import check_choice
+from ..hardware.support import support_level
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import MODES, PRECISIONS
 from .memory import PartsSource, device_memory, usable_bytes
@@ -16,15 +17,6 @@ if TYPE_CHECKING:
 COLUMNS = ["precision", "support", "usable", "memory_per_device_bytes", "fits", "step_time_s",
            "speedup_vs_fp32", "speedup_low", "speedup_high", "confidence", "numerical_risk",
            "handled_by", "notes"]
-
-#: Catalog column per precision and the wider formats it falls back to (as in
-#: :mod:`aiadvisor.hardware.support`, which works on the table rather than on one spec).
-_COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-           "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops",
-           "int4": "int4_tops", "nf4": None}
-_FALLBACKS = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp32",), "fp16": ("fp32",),
-              "fp8": ("bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
-              "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32")}
 
 #: (risk, what handles it) per precision and mode. Ranges: fp16 max 65504, smallest subnormal
 #: 6e-8; bf16 8 exponent bits (fp32 range), 8 significant bits; FP8 E4M3 max 448, E5M2 57344.
@@ -50,17 +42,6 @@ RISKS = {
             "(bitsandbytes); QLoRA trains bf16 adapters on the frozen NF4 base")),
 }
 _TRAIN_ONLY_INFER = ("int8", "int4", "nf4")
-
-
-def support_level(spec: HardwareSpec, precision: str) -> str:
-    """``full`` (the device has a dense figure for it), ``emulated`` (runs through a wider
-    format) or ``unknown`` (no figure for it or anything wider)."""
-    column = _COLUMN[precision]
-    if column is not None and getattr(spec, column) is not None:
-        return "full"
-    if any(getattr(spec, _COLUMN[p]) is not None for p in _FALLBACKS[precision]):
-        return "emulated"
-    return "unknown"
 
 
 #: Where to go when a device lacks a precision: the other 16-bit format first (same memory,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AIAdvisorError
+from ..profiler import rescale
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 
 
@@ -63,7 +64,7 @@ def _put(cache: dict, key, value, limit: int):
 
 
 class Predictor:
-    """Memoised :func:`aiadvisor.costmodel.predict` and ``prof.at`` calls.
+    """Memoised :func:`aiadvisor.costmodel.predict` and :func:`aiadvisor.profiler.rescale` calls.
 
     Cache entries keep a reference to their profile and are matched by identity, so a profile
     that has been garbage-collected can never answer for a new one with the same ``id``.
@@ -76,8 +77,8 @@ class Predictor:
         self._roots: dict[int, tuple[ModelProfile, ModelProfile]] = {}
 
     def derived(self, prof: ModelProfile, root: ModelProfile) -> ModelProfile:
-        """Record that ``prof`` is ``root.at(...)``: later ``at`` calls on ``prof`` are answered
-        from ``root``, so their results are shared by every profile derived from it."""
+        """Record that ``prof`` is ``rescale(root, ...)``: later :meth:`at` calls on ``prof`` are
+        answered from ``root``, so their results are shared by every profile derived from it."""
         if prof is not root:
             _put(self._roots, id(prof), (prof, root), _MAX_PROFILES)
         return prof
@@ -92,7 +93,7 @@ class Predictor:
 
     # -- profiles ----------------------------------------------------------------------------
     def at(self, prof: ModelProfile, batch_size: int) -> ModelProfile:
-        """``prof.at(batch_size=...)``, memoised."""
+        """:func:`aiadvisor.profiler.rescale` to ``batch_size``, memoised."""
         if batch_size == prof.batch_size:
             return prof
         link = self._roots.get(id(prof))
@@ -103,8 +104,8 @@ class Predictor:
         key = (id(prof), batch_size)
         hit = self._at.get(key)
         if hit is None or hit[0] is not prof:
-            hit = _put(self._at, key, (prof, self.derived(prof.at(batch_size=batch_size), prof)),
-                       _MAX_PROFILES)
+            new = self.derived(rescale(prof, batch_size=batch_size), prof)
+            hit = _put(self._at, key, (prof, new), _MAX_PROFILES)
         return hit[1]
 
     def step_profile(self, prof: ModelProfile, config: ParallelConfig) -> ModelProfile:
@@ -128,17 +129,15 @@ class Predictor:
         """Predict many devices and precisions in one vectorised cost-model call and cache the
         results, so that :meth:`plan` / :meth:`outcome` for them are free.
 
-        Plain data parallel uses :func:`aiadvisor.costmodel.predict_table`; other layouts the
-        cost model's per-layout table (vectorised over devices as well). Benchmarked ("local")
-        specs are left to :meth:`outcome`, which uses their measured curves."""
+        One :func:`aiadvisor.costmodel.predict_table` call for any layout. Benchmarked
+        ("local") specs are left to :meth:`outcome`, which uses their measured curves; pairs the
+        table leaves out (a precision the device lacks) too, so that their reason is kept."""
         parallel = parallel or ParallelConfig(dp_degree=num_devices)
         todo = [s for s in specs if not s.measured and all(
             (id(step_prof), s.name, id(s), p, parallel) not in self._cache for p in precisions)]
         if not todo:
             return
         table = _vector_table(step_prof, todo, precisions, parallel)
-        if table is None:
-            return  # each prediction will be made on its own
         by_name = {s.name: s for s in todo}
         for rec in table:
             spec = by_name.get(rec["hardware"])
@@ -180,29 +179,13 @@ _TABLE_FIELDS = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confi
                  "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
 
 
-def _vector_table(step_prof, specs, precisions, parallel) -> list[dict] | None:
-    """Rows of a vectorised prediction (one per supported spec x precision), or None when the
-    cost model offers no vectorised path for this layout."""
-    from .. import costmodel
+def _vector_table(step_prof, specs, precisions, parallel) -> list[dict]:
+    """Rows of one vectorised prediction, one per supported spec x precision."""
+    from ..costmodel import predict_table
 
-    if parallel == ParallelConfig(dp_degree=parallel.num_devices):
-        table = costmodel.predict_table(step_prof, specs=specs, precisions=precisions,
-                                        num_devices=parallel.num_devices)
-        return table.to_dict(orient="records")
-    per_layout = getattr(costmodel.api, "_table_for_precision", None)
-    if per_layout is None:  # pragma: no cover - depends on the cost model's internals
-        return None
-    model = costmodel.load_model()
-    rows: list[dict] = []
-    try:
-        for precision in precisions:
-            part = per_layout(step_prof, list(specs), precision, parallel, model)
-            if part is not None:
-                columns = {k: list(v) for k, v in dict(part).items()}
-                rows += [dict(zip(columns, values)) for values in zip(*columns.values())]
-    except (TypeError, ValueError, KeyError):  # pragma: no cover - internals changed
-        return None
-    return rows
+    table = predict_table(step_prof, specs=specs, precisions=precisions,
+                          num_devices=parallel.num_devices, parallel=parallel)
+    return table.to_dict(orient="records")
 
 
 #: Relative width below which a ratio's quantile-by-quantile bounds are not an interval (see

@@ -148,7 +148,7 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     _prefill(prof, choices, predictor)
     rows = [_predicted(prof, choice, predictor) for choice in choices]
     df = pd.DataFrame.from_records(rows, columns=COLUMNS)
-    df["pareto"] = _pareto(df)
+    df["pareto"] = pareto_front(df, cost="cost_per_million_samples_usd", speed="throughput")
     order = df["throughput"].fillna(-math.inf)
     df = df.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o")
     df = df.reset_index(drop=True)
@@ -260,22 +260,30 @@ def _predicted(prof, choice: _Choice, predictor: Predictor) -> dict[str, Any]:
     return row
 
 
-def _pareto(df: pd.DataFrame) -> list[bool]:
-    """True where no other device is at least as fast and at least as cheap per sample, and
-    strictly better in one (devices without a price or a prediction are not ranked)."""
-    points = [(s, c) if not (math.isnan(s) or math.isnan(c)) else None
-              for s, c in zip(df["throughput"].astype(float), df["cost_per_million_samples_usd"]
-                              .astype(float))]
-    out = []
-    for i, point in enumerate(points):
-        if point is None:
-            out.append(False)
-            continue
-        s, c = point
-        dominated = any(
-            j != i and other is not None and other[0] >= s and other[1] <= c
-            and (other[0] > s or other[1] < c)
-            for j, other in enumerate(points)
-        )
-        out.append(not dominated)
-    return out
+def pareto_front(frame: pd.DataFrame, *, cost: str, speed: str) -> pd.Series:
+    """True for rows no other row beats: none is at most as costly and at least as fast with one
+    of the two strictly better. Rows missing either value are never on the front.
+
+    The one implementation: :func:`rank_hardware` fills its ``pareto`` column with it and
+    :func:`aiadvisor.viz.plans.pareto_chart` draws that column.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"c": [1.0, 2.0, 3.0, 2.0], "s": [1.0, 3.0, 2.0, 3.0]})
+    >>> pareto_front(df, cost="c", speed="s").tolist()
+    [True, True, False, True]
+    """
+    import numpy as np
+    import pandas as pd
+
+    c = frame[cost].to_numpy(dtype=float)
+    s = frame[speed].to_numpy(dtype=float)
+    valid = ~(np.isnan(c) | np.isnan(s))
+    cv, sv = c[valid], s[valid]
+    # dominated[i]: some valid j is no dearer, no slower and strictly better in one of the two
+    no_worse = (cv[None, :] <= cv[:, None]) & (sv[None, :] >= sv[:, None])
+    strictly = (cv[None, :] < cv[:, None]) | (sv[None, :] > sv[:, None])
+    on_front = np.zeros(len(frame), dtype=bool)
+    on_front[valid] = ~(no_worse & strictly).any(axis=1)
+    return pd.Series(on_front, index=frame.index)

@@ -7,38 +7,18 @@ import math
 from typing import Any
 
 import altair as alt
-import numpy as np
 import pandas as pd
 
+from ..recommend.ranking import pareto_front
 from ..units import fmt_bytes
 from ._style import FIT_COLOURS, PALETTE, byte_unit, chart, finish, layers
 
-__all__ = ["memory_per_device_chart", "pareto_chart", "pareto_front", "precision_chart"]
-
-
-def pareto_front(frame: pd.DataFrame, *, cost: str, speed: str) -> pd.Series:
-    """True for rows no other row beats: none is at most as costly and at least as fast with one
-    of the two strictly better. Rows missing either value are never on the front.
-
-    >>> df = pd.DataFrame({"c": [1.0, 2.0, 3.0, 2.0], "s": [1.0, 3.0, 2.0, 3.0]})
-    >>> pareto_front(df, cost="c", speed="s").tolist()
-    [True, True, False, True]
-    """
-    c = frame[cost].to_numpy(dtype=float)
-    s = frame[speed].to_numpy(dtype=float)
-    valid = ~(np.isnan(c) | np.isnan(s))
-    cv, sv = c[valid], s[valid]
-    # dominated[i]: some valid j is no dearer, no slower and strictly better in one of the two
-    no_worse = (cv[None, :] <= cv[:, None]) & (sv[None, :] >= sv[:, None])
-    strictly = (cv[None, :] < cv[:, None]) | (sv[None, :] > sv[:, None])
-    on_front = np.zeros(len(frame), dtype=bool)
-    on_front[valid] = ~(no_worse & strictly).any(axis=1)
-    return pd.Series(on_front, index=frame.index)
+__all__ = ["memory_per_device_chart", "pareto_chart", "precision_chart"]
 
 
 def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "name",
-                 colour: str = "vendor", fits: str | None = "fits", cost_title: str,
-                 speed_title: str) -> alt.LayerChart:
+                 colour: str = "vendor", fits: str | None = "fits", front: str = "pareto",
+                 cost_title: str, speed_title: str) -> alt.LayerChart:
     """Speed against cost, one point per device (log-log), the Pareto front as a line.
 
     Parameters
@@ -47,19 +27,24 @@ def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "nam
         One row per device option.
     cost, speed : str
         Columns plotted on x (lower is better) and y (higher is better).
+    front : str
+        Column saying which rows are on the Pareto front (the hardware ranking's ``pareto``,
+        computed over the whole catalog): drawn as it is, so the chart and the table agree. A
+        frame without it gets :func:`~aiadvisor.recommend.ranking.pareto_front`.
     cost_title, speed_title : str
         Axis titles with units.
     """
     ok = frame[cost].notna() & frame[speed].notna()
     data = frame[ok]
     data = data[(data[cost] > 0) & (data[speed] > 0)]
-    front = pareto_front(data, cost=cost, speed=speed)
+    flags = data[front].astype(bool) if front in data.columns else pareto_front(
+        data, cost=cost, speed=speed)
     colours = data[colour] if colour in data.columns else [""] * len(data)
     fit_values = data[fits] if fits else [True] * len(data)
     records = [{"name": str(n), "short": _short_name(str(n), v), "colour": str(v),
                 "cost": float(c), "speed": float(s), "pareto": bool(on),
                 "fit_text": _fit_text(f)}
-               for n, v, c, s, on, f in zip(data[name], colours, data[cost], data[speed], front,
+               for n, v, c, s, on, f in zip(data[name], colours, data[cost], data[speed], flags,
                                             fit_values)]
     on_front = sorted((r for r in records if r["pareto"]), key=lambda r: r["cost"])
     # Log scales fitted to the data (nice=False): devices cluster within a decade or two.

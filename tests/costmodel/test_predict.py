@@ -346,3 +346,27 @@ def test_published_matmul_fraction_slows_gemms_on_mi300x(exact_model):
     # Memory-bound ops are unaffected.
     assert predict(add_profile(), hardware=mi300x, precision="bf16", model=exact_model) \
         .step_time_s == pytest.approx(0.5e-3 + 4e-6, rel=1e-9)
+
+
+def test_predict_table_takes_a_parallel_layout(spec):
+    # One layout for every row (dp 2 x tp 2 = 4 devices): each row is predict() with the same
+    # layout. tp > 1 adds per-block all-reduces (communication > 0) and caps the confidence at
+    # medium, as predict() does. Before, predict_table had no `parallel` and any layout but
+    # plain DDP went one predict() per device.
+    prof = add_profile(mode="train", num_blocks=2, block_output_bytes=10**6)
+    cfg = ParallelConfig(dp_degree=2, tp_degree=2)
+    table = predict_table(prof, specs=[spec], precisions=["fp32", "bf16"], parallel=cfg)
+    assert list(table.precision) == ["fp32", "bf16"] and set(table.num_devices) == {4}
+    for row in table.itertuples():
+        pred = predict(prof, hardware=spec, precision=row.precision, num_devices=4, parallel=cfg)
+        assert row.step_time_s == pytest.approx(pred.step_time_s, rel=1e-9)
+        assert row.communication_s == pytest.approx(pred.communication_s, rel=1e-9)
+        assert row.communication_s > 0
+        assert row.confidence == pred.confidence == "medium"
+
+
+def test_predict_table_rejects_a_layout_of_another_device_count(spec):
+    with pytest.raises(InvalidArgumentError, match=r"num_devices=8 does not match .*pass "
+                                                    r"num_devices=4"):
+        predict_table(gemm_profile(), specs=[spec], num_devices=8,
+                      parallel=ParallelConfig(dp_degree=2, tp_degree=2))

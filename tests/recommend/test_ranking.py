@@ -17,7 +17,7 @@ from aiadvisor.recommend.precision import (
     support_level,
 )
 from aiadvisor.recommend.predictor import Predictor
-from aiadvisor.recommend.ranking import _pareto, rank_hardware
+from aiadvisor.recommend.ranking import pareto_front, rank_hardware
 from aiadvisor.schema import ParallelConfig
 
 from .conftest import make_profile
@@ -75,7 +75,8 @@ def test_pareto_front_by_hand():
     # D has no price and E no prediction: neither is ranked.
     df = pd.DataFrame({"throughput": [10, 8, 6, 12, math.nan],
                        "cost_per_million_samples_usd": [5, 3, 6, math.nan, 1]})
-    assert _pareto(df) == [True, True, False, False, False]
+    front = pareto_front(df, cost="cost_per_million_samples_usd", speed="throughput")
+    assert front.tolist() == [True, True, False, False, False]
 
 
 def test_unsupported_precision_falls_back_and_says_so(specs):

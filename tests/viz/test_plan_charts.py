@@ -7,12 +7,8 @@ import pytest
 
 pytest.importorskip("altair")
 
-from aiadvisor.viz.plans import (
-    memory_per_device_chart,
-    pareto_chart,
-    pareto_front,
-    precision_chart,
-)
+from aiadvisor.recommend.ranking import pareto_front
+from aiadvisor.viz.plans import memory_per_device_chart, pareto_chart, precision_chart
 
 GiB = 1024**3
 
@@ -54,6 +50,23 @@ def test_pareto_chart_draws_the_front_in_cost_order_and_says_what_is_missing():
     assert points["encoding"]["x"]["scale"]["type"] == "log"
     assert spec["title"]["subtitle"][0].startswith("estimated")
     assert "1 device(s) without a price" in spec["title"]["subtitle"][1]
+
+
+def test_pareto_chart_draws_the_tables_front_not_its_own():
+    # The ranking's front over A, B, C is A and B (C is slower and dearer than B). Shown without
+    # B (e.g. "fits only"), C beats nothing it is shown with but is still not on the table's
+    # front: the chart draws the table's column, so chart and table agree (before, the chart
+    # recomputed the front of what it was given and drew A and C).
+    ranking = RANKING.iloc[:3].assign(
+        pareto=pareto_front(RANKING.iloc[:3], cost="usd_per_million_samples",
+                            speed="throughput"))
+    assert ranking["pareto"].tolist() == [True, True, False]
+    shown = ranking[ranking["name"] != "B"]
+    spec = pareto_chart(shown, cost="usd_per_million_samples", speed="throughput",
+                        cost_title="$ per 1M samples", speed_title="samples/s").to_dict()
+    line, points, _labels = spec["layer"]
+    assert [r["name"] for r in _values(spec, line)] == ["A"]
+    assert {r["name"]: r["pareto"] for r in _values(spec, points)} == {"A": True, "C": False}
 
 
 def test_memory_per_device_chart_marks_plans_that_do_not_fit():

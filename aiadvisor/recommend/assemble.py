@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import CodeNames
 from ..errors import InvalidArgumentError, check_choice
+from ..profiler import rescale
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import PRECISIONS
 from .memory import PartsSource
@@ -24,7 +25,7 @@ OPTION_KEYS = ("hardware", "num_devices", "precision", "batch_size", "seq_len",
                "budget_usd_per_hour")
 
 
-class Advice:
+class ReportTables:
     """Everything a Report shows for one profile and one set of options.
 
     Each table is computed the first time it is read and then kept: a dashboard that redraws
@@ -41,7 +42,7 @@ class Advice:
         batch, seq = options.get("batch_size"), options.get("seq_len")
         # Profiles and activation analyses are memoised on the captured profile, so
         # re-advising for another batch size or device count re-uses them (no re-trace).
-        seq_prof = predictor.memo(base, ("seq", seq), lambda: base.at(seq_len=seq))
+        seq_prof = predictor.memo(base, ("seq", seq), lambda: rescale(base, seq_len=seq))
         self.profile = prof = predictor.at(seq_prof, batch or seq_prof.batch_size)
         self._parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
                                       cache=predictor.memo(seq_prof, ("parts",), dict))
@@ -176,10 +177,10 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
 
 
 def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
-            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> Advice:
+            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> ReportTables:
     """The advice for ``base`` rescaled to the options' batch size and sequence length."""
-    return Advice(base, spec=spec, specs=specs, options=options, names=names,
-                  predictor=predictor)
+    return ReportTables(base, spec=spec, specs=specs, options=options, names=names,
+                        predictor=predictor)
 
 
 def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:
@@ -210,7 +211,7 @@ def _apply_budget(hardware: pd.DataFrame, budget: float | None, notes: list[str]
 
 
 def replace_options(options: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``options`` (as the user gave them: :attr:`Advice.user_options`) with ``changes``."""
+    """``options`` (as the user gave them: :attr:`ReportTables.user_options`) with ``changes``."""
     unknown = sorted(set(changes) - set(OPTION_KEYS))
     if unknown:
         raise InvalidArgumentError(
