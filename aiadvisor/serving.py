@@ -186,11 +186,11 @@ def plan_serving(model_or_profile: Any, example_inputs: Any = None, *,
         batch_choices,
         check_kv_precision,
         check_tp,
+        generation_table,
     )
     from .costmodel.generation import (
         predict_generation as _predict,
     )
-    from .costmodel.precision import supported_precisions
     from .hardware import all_specs
 
     for name, value in (("max_tpot_s", max_tpot_s), ("max_ttft_s", max_ttft_s)):
@@ -212,29 +212,39 @@ def plan_serving(model_or_profile: Any, example_inputs: Any = None, *,
     else:
         specs = [_spec(hardware)]
     rows = []
-    for spec in specs:
-        for tp in _tp_choices(gp, num_devices):
-            check_tp(gp, num_devices=num_devices, tp=tp)
-            supported = supported_precisions(spec)
-            for wp in weight_precisions or WEIGHT_PRECISIONS:
-                if wp not in supported or (wp == "fp32" and len(supported) > 1
-                                           and weight_precisions is None):
-                    continue
+    tps = _tp_choices(gp, num_devices)
+    for tp in tps:
+        check_tp(gp, num_devices=num_devices, tp=tp)
+    if len(specs) == 1:
+        spec, cache = specs[0], {}
+        for tp in tps:
+            for wp in _weight_choices(spec, weight_precisions):
                 for kv in kv_precisions or _kv_defaults(spec, wp):
                     try:
                         check_kv_precision(spec, kv)
                     except AIAdvisorError:
                         continue
-                    first = _predict(gp, spec, num_devices=num_devices, tp=tp,
-                                     weight_precision=wp, kv_precision=kv,
-                                     prompt_len=prompt_len, output_len=output_len,
-                                     batch_size=1, engine=engine)
+                    config = {"num_devices": num_devices, "tp": tp, "weight_precision": wp,
+                              "kv_precision": kv, "prompt_len": prompt_len,
+                              "output_len": output_len, "engine": engine, "cache": cache}
+                    first = _predict(gp, spec, batch_size=1, **config)
                     for b in batch_choices(first.max_batch) or [1]:
-                        g = first if b == 1 else _predict(
-                            gp, spec, num_devices=num_devices, tp=tp, weight_precision=wp,
-                            kv_precision=kv, prompt_len=prompt_len, output_len=output_len,
-                            batch_size=b, engine=engine)
+                        g = first if b == 1 else _predict(gp, spec, batch_size=b, **config)
                         rows.append(_row(g, spec, max_tpot_s, max_ttft_s, min_users))
+    else:
+        by_name = {s.name: s for s in specs}
+        for tp in tps:
+            for wp in sorted({p for s in specs for p in _weight_choices(s, weight_precisions)}):
+                chosen = [s for s in specs if wp in _weight_choices(s, weight_precisions)]
+                kvs = tuple(kv_precisions or sorted({k for s in chosen
+                                                     for k in _kv_defaults(s, wp)}))
+                for g in generation_table(gp, chosen, num_devices=num_devices, tp=tp,
+                                          weight_precision=wp, kv_precisions=kvs,
+                                          prompt_len=prompt_len, output_len=output_len,
+                                          batches=batch_choices(1024), engine=engine):
+                    if kv_precisions or g.kv_precision in _kv_defaults(by_name[g.hardware], wp):
+                        rows.append(_row(g, by_name[g.hardware], max_tpot_s, max_ttft_s,
+                                         min_users))
     frame = pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
     across = len(specs) > 1
     if across:
@@ -257,6 +267,19 @@ def _tp_choices(gp: GenerationProfile, num_devices: int) -> list[int]:
     heads = gp.kv.kv_heads
     return [d for d in range(1, num_devices + 1)
             if num_devices % d == 0 and (heads is None or d == 1 or heads % d == 0)]
+
+
+def _weight_choices(spec: HardwareSpec, asked: tuple[str, ...] | None) -> list[str]:
+    """Weight formats ``spec`` runs, of those asked (default: all but FP32 where a narrower
+    one runs)."""
+    from .costmodel.generation import WEIGHT_PRECISIONS
+    from .costmodel.precision import supported_precisions
+
+    supported = supported_precisions(spec)
+    if asked:
+        return [p for p in asked if p in supported]
+    return [p for p in WEIGHT_PRECISIONS if p in supported
+            and not (p == "fp32" and len(supported) > 1)]
 
 
 def _kv_defaults(spec: HardwareSpec, weight_precision: str) -> tuple[str, ...]:

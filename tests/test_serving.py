@@ -243,3 +243,29 @@ def test_a_layout_by_hand_serves_a_module_that_returns_no_cache():
     assert gp.kv.elements_per_token == 2 * 1 * 2 * 8 and gp.kv.source == "given by the caller"
     with pytest.raises(InvalidArgumentError, match="KVCacheLayout"):
         aa.profile_generation(model, kv_cache={"num_layers": 1})
+
+
+def test_plan_across_the_catalog_finds_the_cheapest_device_for_20_users(llama8b):
+    plan = aa.plan_serving(llama8b, hardware="catalog", prompt_len=512, output_len=128,
+                           max_tpot_s=0.05, min_users=20)
+    met = plan[plan["meets_targets"]]
+    assert len(met) > 0 and plan.iloc[0]["meets_targets"]
+    assert (met["batch_size"] >= 20).all() and (met["tpot_s"] <= 0.05).all()
+    priced = met["usd_per_million_tokens"].dropna()
+    assert (priced.diff().dropna() >= -1e-12).all()  # cheapest first
+    assert len(set(plan["hardware"])) > 10
+
+
+def test_the_vectorised_plan_gives_the_same_figures_as_one_prediction(llama8b):
+    from aiadvisor.costmodel.generation import generation_table
+
+    specs = [aa.hardware.get("H100 SXM"), aa.hardware.get("L4")]
+    rows = generation_table(llama8b, specs, num_devices=1, tp=1, weight_precision="bf16",
+                            kv_precisions=("bf16",), prompt_len=512, output_len=128,
+                            batches=[1, 8])
+    assert len(rows) == 4
+    for row in rows:
+        one = aa.predict_generation(llama8b, hardware=row.hardware, batch_size=row.batch_size)
+        assert row.tpot_s == pytest.approx(one.tpot_s, rel=1e-9)
+        assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-9)
+        assert row.max_batch == one.max_batch

@@ -19,6 +19,7 @@ time per output token, priced by the same learned cost model as training and inf
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,7 +36,12 @@ from .api import _measured_curves, predict
 from .devices import device_arrays
 from .model import EfficiencyModel, load_model
 from .ops import DeviceWork
-from .precision import MEASURED_PRECISIONS, check_precision, weight_bytes_per_element
+from .precision import (
+    MEASURED_PRECISIONS,
+    check_precision,
+    gemm_peak_tflops,
+    weight_bytes_per_element,
+)
 from .predict import op_times
 
 #: Weight formats a served model may use (fp32 only where nothing narrower runs).
@@ -107,10 +113,10 @@ def _working_bytes(gp: GenerationProfile, prompt_len: int, weight_precision: str
     return act * (1.0 if weight_precision == "fp32" else 0.5)
 
 
-def _kv_parts(gp: GenerationProfile, spec: HardwareSpec, precision: str, *, batch: int,
+def _kv_parts(gp: GenerationProfile, specs: list[HardwareSpec], precision: str, *, batch: int,
               context: float, kv_bytes_per_token: float, tp: int,
               model: EfficiencyModel) -> np.ndarray:
-    """Seconds (P10, P50, P90) of the decode attention over ``context`` cached tokens."""
+    """Seconds (P10, P50, P90) x device of the decode attention over ``context`` cached tokens."""
     layers = gp.kv.num_layers
     flops = batch * gp.attention_flops_per_context_token * context / tp
     num_bytes = batch * context * kv_bytes_per_token / tp
@@ -120,23 +126,52 @@ def _kv_parts(gp: GenerationProfile, spec: HardwareSpec, precision: str, *, batc
         count=np.array([float(layers)]), feature_divisor=np.array([1.0]),
         op_class=np.array(["attention"]), phase=np.array(["forward"]),
         attention_core=np.array([False]), norm=np.array([False]))
-    devs = device_arrays([spec], precision, model)
-    cal = _measured_curves(spec, precision)
+    devs = device_arrays(specs, precision, model)
+    cals = [_measured_curves(s, precision) for s in specs]
     parts = op_times(work, devs, model, measured_precision=precision in MEASURED_PRECISIONS,
-                     curves=[cal] if cal else None)
+                     curves=cals if any(c is not None for c in cals) else None)
     # Launches are already counted: the seq_len=1 forward has its own attention calls.
-    return (parts["compute"] + parts["memory"])[:, 0, :].sum(axis=1)
+    return (parts["compute"] + parts["memory"]).sum(axis=2)
 
 
-def _interval(pred: Prediction) -> np.ndarray:
-    return np.array([pred.low_s, pred.step_time_s, pred.high_s])
+@dataclass(frozen=True)
+class _Step:
+    """One priced forward (P10/P50/P90 and the P50 breakdown), from predict() or a table row."""
+
+    low: float
+    mid: float
+    high: float
+    compute: float
+    memory: float
+    overhead: float
+    communication: float
+    confidence: str
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pred: Prediction) -> _Step:
+        return cls(pred.low_s, pred.step_time_s, pred.high_s, pred.compute_s, pred.memory_s,
+                   pred.overhead_s, pred.communication_s, pred.confidence, pred.notes)
+
+    @classmethod
+    def row(cls, row) -> _Step:
+        return cls(float(row.low_s), float(row.step_time_s), float(row.high_s),
+                   float(row.compute_s), float(row.memory_s), float(row.overhead_s),
+                   float(row.communication_s), str(row.confidence))
+
+    @property
+    def interval(self) -> np.ndarray:
+        return np.array([self.low, self.mid, self.high])
+
+
+def _parallel(tp: int) -> ParallelConfig | None:
+    return ParallelConfig(tp_degree=tp) if tp > 1 else None
 
 
 def _predict(prof: ModelProfile, spec: HardwareSpec, precision: str, tp: int,
-             model: EfficiencyModel) -> Prediction:
-    parallel = ParallelConfig(tp_degree=tp) if tp > 1 else None
-    return predict(prof, hardware=spec, precision=precision, num_devices=tp, parallel=parallel,
-                   model=model)
+             model: EfficiencyModel) -> _Step:
+    return _Step.of(predict(prof, hardware=spec, precision=precision, num_devices=tp,
+                            parallel=_parallel(tp), model=model))
 
 
 def check_request(gp: GenerationProfile, *, prompt_len, output_len, batch_size) -> tuple:
@@ -170,64 +205,162 @@ def check_tp(gp: GenerationProfile, *, num_devices, tp) -> tuple[int, int]:
     return num_devices, tp
 
 
-def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int = 1,
-                       tp: int | None = None, weight_precision: str = "bf16",
-                       kv_precision: str | None = None, prompt_len: int = 512,
-                       output_len: int = 128, batch_size: int = 1, engine: str = "engine",
-                       model: EfficiencyModel | None = None) -> GenerationPrediction:
-    """Serving figures of ``gp`` on ``num_devices`` x ``spec`` (see the module docstring).
-
-    ``engine="engine"`` assumes a serving engine that replays each decode step as a CUDA graph:
-    the per-op launch cost of eager PyTorch becomes the graph's gap between kernels. CPUs and
-    ``engine="eager"`` keep the eager launch cost of every traced op.
-    """
+def _check_config(gp, spec, *, num_devices, tp, weight_precision, kv_precision, prompt_len,
+                  output_len, batch_size, engine):
     prompt_len, output_len, batch_size = check_request(
         gp, prompt_len=prompt_len, output_len=output_len, batch_size=batch_size)
     num_devices, tp = check_tp(gp, num_devices=num_devices, tp=tp)
     check_choice("weight_precision", weight_precision, WEIGHT_PRECISIONS)
-    precision = check_precision(spec, weight_precision)
+    check_precision(spec, weight_precision)
     kv_precision = check_kv_precision(
         spec, kv_precision or default_kv_precision(spec, weight_precision))
     check_choice("engine", engine, ENGINES)
+    return num_devices, tp, kv_precision, prompt_len, output_len, batch_size
+
+
+def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int = 1,
+                       tp: int | None = None, weight_precision: str = "bf16",
+                       kv_precision: str | None = None, prompt_len: int = 512,
+                       output_len: int = 128, batch_size: int = 1, engine: str = "engine",
+                       model: EfficiencyModel | None = None,
+                       cache: dict | None = None) -> GenerationPrediction:
+    """Serving figures of ``gp`` on ``num_devices`` x ``spec`` (see the module docstring).
+
+    ``engine="engine"`` assumes a serving engine that replays each decode step as a CUDA graph:
+    the per-op launch cost of eager PyTorch becomes the graph's gap between kernels. CPUs and
+    ``engine="eager"`` keep the eager launch cost of every traced op. ``cache`` (a dict the
+    caller keeps) shares the priced forwards between calls that differ only in the KV format.
+    """
+    num_devices, tp, kv_precision, prompt_len, output_len, batch_size = _check_config(
+        gp, spec, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
+        kv_precision=kv_precision, prompt_len=prompt_len, output_len=output_len,
+        batch_size=batch_size, engine=engine)
     model = model or load_model()
+    cache = {} if cache is None else cache
+    key = (spec.name, weight_precision, tp, batch_size, prompt_len)
+    if key not in cache:
+        cache[key] = (
+            _predict(gp.prefill.at(batch_size=batch_size, seq_len=prompt_len), spec,
+                     weight_precision, tp, model),
+            _predict(gp.prefill.at(batch_size=batch_size, seq_len=1), spec, weight_precision,
+                     tp, model))
+    prefill, decode = cache[key]
+    kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
+    kv_s = _kv_parts(gp, [spec], weight_precision, batch=batch_size,
+                     context=prompt_len + output_len / 2, kv_bytes_per_token=kv_per_token,
+                     tp=tp, model=model)[:, 0]
+    return _assemble(gp, spec, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
+                     kv_precision=kv_precision, prompt_len=prompt_len, output_len=output_len,
+                     batch_size=batch_size, engine=engine, prefill=prefill, decode=decode,
+                     kv_s=kv_s)
+
+
+def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_devices: int,
+                     tp: int, weight_precision: str, kv_precisions: tuple[str, ...],
+                     prompt_len: int, output_len: int, batches: list[int], engine: str = "engine",
+                     model: EfficiencyModel | None = None) -> list[GenerationPrediction]:
+    """:func:`predict_generation` for many devices at once (one vectorised cost-model call per
+    batch size instead of one per device); configurations a device cannot run are left out,
+    and so are batches beyond what fits on it. The local-device calibration is not used here:
+    plan a measured device with :func:`predict_generation`."""
+    from .api import _table_for_precision
+    from .devices import SpecColumns
+
+    model = model or load_model()
+    specs = [s for s in specs if gemm_peak_tflops(s, weight_precision)]
+    out: list[GenerationPrediction] = []
+    if not specs:
+        return out
+    parallel = _parallel(tp) or ParallelConfig()
+    cols = SpecColumns.of(specs)
+    kv_ok = {s.name: [kv for kv in kv_precisions if _kv_ok(s, kv)] for s in specs}
+    room = {(s.name, kv): _max_batch(gp, s, weight_precision, kv, prompt_len, output_len, tp)
+            for s in specs for kv in kv_ok[s.name]}
+    for batch in batches:
+        if batch > 1 and all(m < batch for m in room.values()):
+            break
+        tables = []
+        for seq in (prompt_len, 1):
+            # The vectorised core of predict_table, without building a DataFrame per batch.
+            t = _table_for_precision(gp.prefill.at(batch_size=batch, seq_len=seq), specs, cols,
+                                     weight_precision, parallel, model)
+            tables.append({name: _Step(float(t["low_s"][i]), float(t["step_time_s"][i]),
+                                       float(t["high_s"][i]), float(t["compute_s"][i]),
+                                       float(t["memory_s"][i]), float(t["overhead_s"][i]),
+                                       float(t["communication_s"][i]), str(t["confidence"][i]))
+                           for i, name in enumerate(t["hardware"])})
+        for kv in sorted({k for ks in kv_ok.values() for k in ks}):
+            kv_specs = [s for s in specs if kv in kv_ok[s.name]
+                        and (batch == 1 or room[(s.name, kv)] >= batch)]
+            if not kv_specs:
+                continue
+            kv_s = _kv_parts(gp, kv_specs, weight_precision, batch=batch,
+                             context=prompt_len + output_len / 2,
+                             kv_bytes_per_token=gp.kv.elements_per_token * KV_BYTES[kv],
+                             tp=tp, model=model)
+            for d, spec in enumerate(kv_specs):
+                out.append(_assemble(gp, spec, num_devices=num_devices, tp=tp,
+                                     weight_precision=weight_precision, kv_precision=kv,
+                                     prompt_len=prompt_len, output_len=output_len,
+                                     batch_size=batch, engine=engine,
+                                     prefill=tables[0][spec.name], decode=tables[1][spec.name],
+                                     kv_s=kv_s[:, d]))
+    return out
+
+
+def _max_batch(gp: GenerationProfile, spec: HardwareSpec, weight_precision: str,
+               kv_precision: str, prompt_len: int, output_len: int, tp: int) -> int:
+    """Sequences of ``prompt_len + output_len`` tokens whose cache fits beside the weights and
+    one prompt's activations in the engine's share of one device (0 without a memory figure)."""
+    if spec.memory_bytes is None:
+        return 0
+    per_seq = (prompt_len + output_len) * gp.kv.elements_per_token * KV_BYTES[kv_precision] / tp
+    free = (spec.memory_bytes * ENGINE_MEMORY_FRACTION
+            - (weights_bytes(gp, spec, weight_precision)
+               + _working_bytes(gp, prompt_len, weight_precision)) / tp)
+    return max(int(free // per_seq), 0)
+
+
+def _kv_ok(spec: HardwareSpec, kv_precision: str) -> bool:
+    try:
+        check_kv_precision(spec, kv_precision)
+    except UnsupportedPrecisionError:
+        return False
+    return True
+
+
+def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp: int,
+              weight_precision: str, kv_precision: str, prompt_len: int, output_len: int,
+              batch_size: int, engine: str, prefill: _Step, decode: _Step,
+              kv_s: np.ndarray) -> GenerationPrediction:
     notes: list[str] = []
     graphs = engine == "engine" and spec.kind != "cpu"
     if engine == "engine" and not graphs:
         notes.append("CPUs have no CUDA graphs: every op is launched eagerly (engine='eager').")
-
     weights = weights_bytes(gp, spec, weight_precision)
     kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
     seq_total = prompt_len + output_len
     kv_bytes = batch_size * seq_total * kv_per_token
     working = _working_bytes(gp, prompt_len, weight_precision)
     memory = spec.memory_bytes
+    usable = 0 if memory is None else memory * ENGINE_MEMORY_FRACTION
+    max_batch = _max_batch(gp, spec, weight_precision, kv_precision, prompt_len, output_len, tp)
+    fits = max_batch >= batch_size
     if memory is None:
-        usable, max_batch, fits = 0, 0, False
-        notes.append(f"{spec.name} has no memory figure in the catalog: fit not checked.")
-    else:
-        usable = memory * ENGINE_MEMORY_FRACTION
-        free = usable - (weights + working) / tp
-        max_batch = max(int(free // (seq_total * kv_per_token / tp)), 0)
-        fits = max_batch >= batch_size
-    prefill = _predict(gp.prefill.at(batch_size=batch_size, seq_len=prompt_len), spec,
-                       precision, tp, model)
-    decode = _predict(gp.prefill.at(batch_size=batch_size, seq_len=1), spec, precision, tp, model)
-    context = prompt_len + output_len / 2
-    kv_s = _kv_parts(gp, spec, precision, batch=batch_size, context=context,
-                     kv_bytes_per_token=kv_per_token, tp=tp, model=model)
-    launches = np.full(3, decode.overhead_s)
+        notes.append(f"{spec.name} has no memory figure in the catalog: it is not known to fit.")
+    launches = decode.overhead
     if graphs:
         calls = sum(op.count for op in gp.prefill.at(batch_size=batch_size, seq_len=1).ops)
-        launches = np.full(3, calls * GRAPH_GAP_S)
+        launches = calls * GRAPH_GAP_S
         notes.append(f"Decode steps replayed as CUDA graphs ({calls:.0f} kernels, "
                      f"{GRAPH_GAP_S * 1e6:.1f} us apart) as vLLM/TGI/TensorRT-LLM run them; "
                      "engine='eager' prices plain transformers generate.")
-    tpot = _interval(decode) - decode.overhead_s + launches + kv_s
-    ttft = _interval(prefill)
+    tpot = decode.interval - decode.overhead + launches + kv_s
+    ttft = prefill.interval
     request_s = ttft + (output_len - 1) * tpot
     replicas = num_devices // tp
-    breakdown = {"memory": decode.memory_s + float(kv_s[1]), "compute": decode.compute_s,
-                 "overhead": float(launches[1]), "communication": decode.communication_s}
+    breakdown = {"memory": decode.memory + float(kv_s[1]), "compute": decode.compute,
+                 "overhead": float(launches), "communication": decode.communication}
     confidence = min(prefill.confidence, decode.confidence, key=_CONFIDENCE_ORDER.index)
     if weight_precision in ("int4", "nf4"):
         notes.append(f"{weight_precision} is a weight-only format: matmuls dequantise to 16 bit "
@@ -236,11 +369,13 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
     elif weight_precision in ("fp8", "int8"):
         notes.append(f"{weight_precision}: weights and activations in 8 bit (W8A8 matmuls); "
                      "embeddings, norms and the vocabulary head stay in 16 bit.")
+    context = prompt_len + output_len / 2
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
                  "fills what weights and one prompt's activations leave.")
-    notes.append("Prefill prices logits for every prompt token (engines compute only the last "
-                 "one): time to first token is a little high for large vocabularies.")
+    notes.append("Time to first token is the prefill of the batch's prompts together (a static "
+                 "batch); it prices logits for every prompt token, where engines compute only the "
+                 "last one.")
     notes.extend(n for n in decode.notes if n not in notes)
     return GenerationPrediction(
         hardware=spec.name, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
