@@ -61,7 +61,7 @@ def main() -> None:
     from aiadvisor import examples
 
     torch.set_grad_enabled(True)
-    spec = aa.hardware.detect(benchmark=True)
+    spec = aa.hardware.detect(benchmark=True, refresh=True)
     print(f"device: {spec.name} (benchmarked: {spec.measured}); torch threads "
           f"{torch.get_num_threads()}")
     header = (f"{'model':9} {'b':>2} {'in':>4} {'out':>4} | {'TTFT meas':>9} {'pred':>8} | "

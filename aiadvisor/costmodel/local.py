@@ -7,7 +7,11 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
 * **GEMMs** (``mm``, ``addmm``, ``bmm``...): on a CPU, the timed linear-layer GEMMs of the same
   phase (forward, or the backward pair of input and weight gradients) and dtype at the same
   FLOPs per call; elsewhere, and for convolutions and recurrent layers, the measured matmul
-  curve (see ``predict._curve_slowdowns``).
+  curve (see ``predict._curve_slowdowns``). A skinny forward GEMM (few rows, as in one decode
+  step: ``M`` read off its FLOPs and bytes, ``M K N / (M K + K N + M N)``, under
+  :data:`SKINNY_ROWS`) runs at the rate the skinny grid measured at that ``M`` (log-log
+  interpolation, flat beyond the ends), and never faster than its bytes over the measured
+  bandwidth.
 * **An op that was timed** (same aten name): log-log interpolation of seconds against its work
   (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
   time grows in proportion to the work; below the smallest it shrinks in proportion down to the
@@ -60,6 +64,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
                   "index_add_", "scatter_add_"),
 }
+#: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes) use the skinny grid:
+#: its largest M (64, K = N = 2048) estimates as 60; the square linear grid's smallest as 85.
+SKINNY_ROWS = 48.0
+_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
                      "sgd": "sgd"}
@@ -114,6 +122,10 @@ class LocalCalibration:
     optimizer: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Optimizer -> (seconds per tensor, seconds per element)."""
     date: str = ""
+    skinny: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log rows, log FLOP/s) of the skinny forward GEMMs, by increasing rows."""
+    bw_gbs: float | None = None
+    """Measured streaming bandwidth (GB/s)."""
 
     @classmethod
     def from_benchmark(cls, result, precision: str) -> LocalCalibration:
@@ -124,11 +136,16 @@ class LocalCalibration:
         floor = max(float(result.launch_overhead_us), 0.0) * 1e-6
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
+        skinny: dict[str, list[tuple[float, float]]] = {}
         for p in result.ops:
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work <= 0 or p.seconds <= 0:
                 continue
             dtype = getattr(p, "dtype", "float32")
+            if p.family == "gemm-skinny":
+                rows = gemm_rows(p.flops, p.num_bytes, dtype)
+                skinny.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                continue
             if p.family.startswith("gemm-"):
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
                 continue
@@ -137,9 +154,11 @@ class LocalCalibration:
             if p.op not in ops:
                 ops.append(p.op)
         curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
+        rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
-                   optimizer=fit_optimizers(result.optimizer), date=result.date)
+                   optimizer=fit_optimizers(result.optimizer), date=result.date,
+                   skinny=rates, bw_gbs=result.memory_bw_gbs)
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
@@ -167,7 +186,25 @@ class LocalCalibration:
                     out[rows] = np.median([self.curves[(o, dt)].seconds(work)
                                            for o in self.families[(fam, dt)]], axis=0)
                     break
+            if fam == "gemm-forward" and dtype in self.skinny:
+                self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
+                                     dtype)
         return out
+
+    def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
+                        num_bytes: np.ndarray, dtype: str) -> None:
+        """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
+        f, b = flops[rows], num_bytes[rows]
+        m = gemm_rows(f, b, dtype)
+        thin = (m < SKINNY_ROWS) & (f > 0)
+        if not thin.any():
+            return
+        log_m, log_rate = self.skinny[dtype]
+        rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
+        seconds = f[thin] / rate
+        if self.bw_gbs:
+            seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))
+        out[rows[thin]] = seconds
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
         """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled)."""
@@ -177,6 +214,14 @@ class LocalCalibration:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
         return fit[0] * tensors + fit[1] * elements
+
+
+def gemm_rows(flops, num_bytes, dtype: str = "float32"):
+    """Rows ``M`` of a GEMM ``(M, K) @ (K, N)`` estimated from its FLOPs (``2 M K N``) and bytes
+    (``(M K + K N + M N)`` elements): ``M K N / (M K + K N + M N)``, which is ``M`` when M is
+    much smaller than K and N, and ``n / 3`` for a square one."""
+    size = _DTYPE_BYTES.get(dtype, 4.0)
+    return np.asarray(flops, float) * size / (2.0 * np.maximum(np.asarray(num_bytes, float), 1.0))
 
 
 def _size_curve(points: list[tuple[float, float]], floor_s: float) -> SizeCurve:

@@ -33,6 +33,12 @@ ATTENTION_SEQ = (64, 256, 1024)
 #: library makes for transposed operands) are timed apart; models' GEMMs are rarely square.
 LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 1024, 1024),
                  (2048, 1024, 256), (4096, 512, 512))
+#: Skinny linear-layer GEMMs (forward only), M x K x N with M = the tokens of one decode step
+#: (batch x 1): a CPU runs them far below the square-matmul rate at the same FLOPs (measured on
+#: the 2-core development machine: M=8 of 768 x 2304 at 33 GFLOP/s where a square n=241 of the
+#: same FLOPs ran at 135), and faster than their weights over the DRAM bandwidth when the weights
+#: sit in cache. K = N = 2048 (16 MB of FP32 weights, beyond a core's L2) like an LLM layer.
+SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -41,7 +47,7 @@ OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
 @dataclass(frozen=True, kw_only=True)
 class OpPoint:
     """One timed call: ``op`` (aten name as the profiler records it, e.g. ``aten.gelu``) of
-    ``family``, moving ``num_bytes`` and doing ``flops`` in ``seconds`` (median)."""
+    ``family``, moving ``num_bytes`` and doing ``flops`` in ``seconds`` (fastest call)."""
 
     op: str
     family: str
@@ -133,10 +139,11 @@ def _attention_cases(torch: Any, seq: int, dev: str, f: Any) -> list[tuple[str, 
 
 def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
-                  step: Callable[[str], None], shapes=LINEAR_SHAPES,
+                  step: Callable[[str], None], shapes=LINEAR_SHAPES, skinny=SKINNY_SHAPES,
                   dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
-    """Forward and backward GEMMs of linear layers. A backward point stands for one of its two
-    GEMM calls (2 M K N FLOPs, half the measured time), as the profiler records them."""
+    """Forward and backward GEMMs of linear layers, and forward GEMMs of skinny ones (family
+    ``gemm-skinny``). A backward point stands for one of its two GEMM calls (2 M K N FLOPs, half
+    the measured time), as the profiler records them."""
     points = []
     for dtype in dtypes:
         f = getattr(torch, dtype)
@@ -160,6 +167,17 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
             points.append(OpPoint(op="aten.mm", family="gemm-backward",
                                   num_bytes=size * (m * n + n * k + m * k), flops=flops,
                                   seconds=bwd / 2, dtype=dtype))
+        for m, k, n in skinny:
+            step(f"linear {dtype} {m}x{k}x{n}")
+            x = torch.randn(m, k, device=dev, dtype=f)
+            w = torch.randn(n, k, device=dev, dtype=f)
+            b = torch.randn(n, device=dev, dtype=f)
+            with torch.no_grad():
+                fwd = time_op(functools.partial(torch.nn.functional.linear, x, w, b), sync=sync,
+                              min_time_s=min_time_s)
+            points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
+                                  num_bytes=size * (m * k + k * n + n + m * n),
+                                  flops=2.0 * m * k * n, seconds=fwd, dtype=dtype))
     return points
 
 

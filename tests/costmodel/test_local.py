@@ -14,7 +14,13 @@ from aiadvisor.costmodel.local import (
     fit_optimizers,
     op_family,
 )
-from aiadvisor.hardware.bench import BenchmarkResult, MatmulPoint, OpPoint, OptimizerPoint
+from aiadvisor.hardware.bench import (
+    BandwidthPoint,
+    BenchmarkResult,
+    MatmulPoint,
+    OpPoint,
+    OptimizerPoint,
+)
 
 from .conftest import make_profile, make_spec, op
 
@@ -165,6 +171,61 @@ def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
     prof = make_profile([op("aten.convolution", "conv", "forward", flops=1e9, bytes_read=1e6)])
     assert predict(prof, hardware=cpu, precision="fp32").step_time_s == \
         pytest.approx(10e-3 + 5e-6, rel=1e-9)
+
+
+def test_skinny_gemms_take_the_rate_measured_at_their_row_count(monkeypatch):
+    # Skinny grid (K = N = 2048, fp32): M=1 at 20 GFLOP/s, M=8 at 40, M=64 at 80, so between
+    # M=1 and 8 the rate is 20 x M^(1/3) (log-log). The square/linear curve says 50 GFLOP/s.
+    import dataclasses
+
+    from aiadvisor.costmodel import api
+
+    def skinny(m, rate):
+        flops = 2.0 * m * 2048 * 2048
+        return OpPoint(op="aten.addmm", family="gemm-skinny", flops=flops,
+                       num_bytes=4 * (m * 2048 + 2048 * 2048 + 2048 + m * 2048),
+                       seconds=flops / rate)
+
+    result = dataclasses.replace(_benchmark(), ops=(
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e8, seconds=2e-3),
+        OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=1, flops=1e10, seconds=0.2),
+        skinny(1, 20e9), skinny(8, 40e9), skinny(64, 80e9)),
+        bandwidth=(BandwidthPoint(op="copy", num_bytes=10**8, seconds=1e-2, gbs=10.0),))
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    cpu = _local_cpu()
+
+    def gemm(m, k, n):
+        return make_profile([op("aten.mm", "gemm", "forward", flops=2.0 * m * k * n,
+                                bytes_read=4 * (m * k + k * n), bytes_written=4 * m * n)])
+
+    # Rows are read off FLOPs and bytes, M K N / (M K + K N + M N), for the grid points too
+    # (the bias adds N elements): the M=1, 8, 64 points sit at rows r1, r8, r64 below.
+    def rows(m, k, n, bias=0):
+        return m * k * n / (m * k + k * n + m * n + bias)
+
+    r1, r8, r64 = (rows(m, 2048, 2048, 2048) for m in (1, 8, 64))
+    assert 7.9 < r8 < 8 and 60 < r64 < 61
+    # M=4 of 4096 x 4096: rows 3.996, between r1 and r8: rate 20 x 2^(log(m/r1)/log(r8/r1))
+    # GFLOP/s (~31.9); 134 MFLOP -> ~4.2 ms. Its 67 MB of weights at 10 GB/s take 6.7 ms: the
+    # bandwidth bounds it.
+    m = rows(4, 4096, 4096)
+    by_rate = 2.0 * 4 * 4096**2 / (20e9 * 2 ** (math.log(m / r1) / math.log(r8 / r1)))
+    floor = 4 * (2 * 4 * 4096 + 4096**2) / 10e9
+    assert floor > by_rate
+    assert predict(gemm(4, 4096, 4096), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(floor, rel=1e-9)
+    # M=16 of 1024 x 1024 (4 MB, cache-sized): rows 15.5, between r8 and r64 where the rate
+    # doubles (40 -> 80 GFLOP/s): ~50 GFLOP/s for 33.6 MFLOP, faster than its bytes at 10 GB/s.
+    m = rows(16, 1024, 1024)
+    expected = 2.0 * 16 * 1024**2 / (40e9 * 2 ** (math.log(m / r8) / math.log(r64 / r8)))
+    assert expected > 4 * (2 * 16 * 1024 + 1024**2) / 10e9
+    assert predict(gemm(16, 1024, 1024), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(expected, rel=1e-9)
+    # A square GEMM keeps the linear-layer curve: 1e10 FLOPs -> 0.2 s.
+    n = round((1e10 / 2) ** (1 / 3))
+    sq = predict(gemm(n, n, n), hardware=cpu, precision="fp32").step_time_s
+    assert sq == pytest.approx(0.2 * (2.0 * n**3 / 1e10), rel=0.02)
 
 
 def test_the_shipped_calibration_is_a_default_grid_measurement():

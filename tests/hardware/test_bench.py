@@ -160,11 +160,15 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                                                                per_element * n2]
     # Linear layers on a CPU: forward (addmm) and backward (one point per mm of the pair), each
     # 2 M K N FLOPs a call.
-    from aiadvisor.hardware.calibrate import LINEAR_SHAPES
+    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, SKINNY_SHAPES
 
     for family in ("gemm-forward", "gemm-backward"):
         flops = sorted(p.flops for p in result.ops if p.family == family)
         assert flops == sorted(2.0 * m * k * n for m, k, n in LINEAR_SHAPES)
+    # Skinny forward GEMMs (decode-step shapes), forward only: M = 1..64 rows of 2048 x 2048.
+    skinny = sorted((p.flops, p.num_bytes) for p in result.ops if p.family == "gemm-skinny")
+    assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n))
+                            for m, k, n in SKINNY_SHAPES)
     # AdamW, SGD with momentum and SGD, three sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
     assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
@@ -174,7 +178,8 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    assert f"an op grid ({2 * 23 + 2 * len(LINEAR_SHAPES)} timings of 25 ops)" in spec.notes
+    timings = 2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
+    assert f"an op grid ({timings} timings of 25 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
