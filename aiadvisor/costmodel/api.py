@@ -130,7 +130,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     elif precision not in MEASURED_PRECISIONS:
         level = "low"
         notes.append(f"No measured {precision} op data: the {precision} curve is the FP16 tensor-"
-                     "core curve at the {precision} peak (low confidence).")
+                     f"core curve at the {precision} peak (low confidence).")
     elif w < 0.5:
         level = "medium"
         notes.append("Device outside the peak/bandwidth range of the measured GPUs: efficiency "

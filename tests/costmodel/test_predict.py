@@ -346,3 +346,16 @@ def test_published_matmul_fraction_slows_gemms_on_mi300x(exact_model):
     # Memory-bound ops are unaffected.
     assert predict(add_profile(), hardware=mi300x, precision="bf16", model=exact_model) \
         .step_time_s == pytest.approx(0.5e-3 + 4e-6, rel=1e-9)
+
+
+def test_unmeasured_precision_note_names_the_precision():
+    # fp8 is not in MEASURED_PRECISIONS (only fp32/bf16/fp16 op data were measured); the H100
+    # SXM has an fp8 peak (1978.9 TF dense in the catalog), so the prediction runs and carries
+    # the low-confidence note, which must name fp8 in both places and leave no placeholder.
+    from aiadvisor.costmodel.precision import MEASURED_PRECISIONS
+
+    assert "fp8" not in MEASURED_PRECISIONS
+    pred = predict(gemm_profile(), hardware="H100 SXM", precision="fp8")
+    note = next(n for n in pred.notes if n.startswith("No measured fp8 op data"))
+    assert "at the fp8 peak" in note and "{" not in note and "}" not in note
+    assert pred.confidence == "low"
