@@ -16,7 +16,15 @@ from typing import Any
 
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
 from ..schema import ModelProfile
-from ..units import MODES, OPTIMIZER_TRAFFIC, OPTIMIZERS, PRECISIONS
+from ..units import (
+    MODES,
+    OPTIMIZER_TRAFFIC,
+    OPTIMIZERS,
+    PRECISIONS,
+    QUANT_GROUP_SIZE,
+    WEIGHT_BITS,
+    WEIGHT_BYTES,
+)
 from . import assemble
 from .scaling import evaluate, fit, grid
 
@@ -228,21 +236,22 @@ _WEIGHT_NOTE = {
     "bf16": "2 bytes each", "fp16": "2 bytes each",
     "fp8": "weight matrices 1 byte, other tensors 2 bytes",
     "int8": "weight matrices 1 byte, other tensors 2 bytes",
-    "int4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
-    "nf4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
+    "int4": f"weight matrices {WEIGHT_BITS['int4']:.3g} bits (4 bits + a 16-bit scale and zero "
+            f"point per group of {QUANT_GROUP_SIZE['int4']}), other tensors 2 bytes",
+    "nf4": f"weight matrices {WEIGHT_BITS['nf4']:.3g} bits (4 bits + a double-quantized absmax "
+           f"per block of {QUANT_GROUP_SIZE['nf4']}), other tensors 2 bytes",
 }
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:
     """Weights as stored. Training keeps the model's own dtype (FP32 masters under autocast).
-    Inference in 16 bits stores every floating tensor in 2 bytes; 8-bit formats store weight
-    matrices (rank >= 2) in 1 byte and the rest in 2; 4-bit formats 0.5 byte + a 16-bit scale
-    per group of 64 (GPTQ/AWQ/NF4 use groups of 64-128)."""
+    Inference in 16 bits stores every floating tensor in 2 bytes; the 8- and 4-bit formats
+    store weight matrices (rank >= 2) at :data:`aiadvisor.units.WEIGHT_BYTES` (block scales
+    included) and the rest (biases, norms) in 2 bytes, as the quantizers leave them."""
     buffers = list(model.buffers())
     if mode == "train" or precision in ("fp32", "tf32"):
         return sum(t.numel() * t.element_size() for t in [*params, *buffers])
-    per_matrix = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 64,
-                  "nf4": 0.5 + 2 / 64}[precision]
+    per_matrix = WEIGHT_BYTES[precision]
     total = 0.0
     for t in [*params, *buffers]:
         if not t.is_floating_point():

@@ -113,7 +113,7 @@ def test_rules_fire_where_their_numbers_say(scenarios):
     assert {"fsdp", "fp8", "optimizer_8bit"} <= fired["llama8b_8"]
     assert "cpu_offload" in fired["llama70b_8"]
     assert {"tensor_parallel", "pipeline_parallel"} & fired["llama70b_32"]
-    # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.5 bits) does.
+    # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.13 bits) does.
     assert "weight_only_nf4" in fired["llama8b_infer_t4"]
     assert "weight_only_int4" in fired["llama8b_decode_h100"]  # memory-bound decode
     assert "sparsity_24" in fired["llama8b_prefill_h100"]  # compute-bound prefill
