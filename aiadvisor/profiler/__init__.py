@@ -12,6 +12,7 @@ training), scaled linearly; ``profile.path`` says which ran.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
@@ -25,7 +26,7 @@ from ..units import (
     WEIGHT_BITS,
     WEIGHT_BYTES,
 )
-from . import assemble
+from . import assemble, quiet
 from .scaling import evaluate, fit, grid
 
 __all__ = ["profile"]
@@ -90,8 +91,12 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     spec = inputs_mod.normalize(example_inputs)
     plan = find_repeated_blocks(model) if repeated_blocks else None
     with _preserve_rng():
-        prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer, precision=precision,
-                        model_name=model_name, scaling=scaling)
+        with quiet.torch_logs_collected() as records:
+            prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer,
+                            precision=precision, model_name=model_name, scaling=scaling)
+        note = quiet.summary(records)
+        if note:
+            prof = dataclasses.replace(prof, notes=(*prof.notes, note))
         if measure:
             from .measure import measure_step
 
