@@ -8,18 +8,36 @@ GiB = 1024**3
 GB = 1000**3
 TERA = 1e12
 
-#: Bytes per element of each precision name, as stored (nf4/int4: half a byte per weight; the
-#: per-block scales of NF4/GPTQ add about 0.5 bit per weight, counted in ``weight_bits``).
-BYTES_PER_ELEMENT = {
-    "fp32": 4.0,
-    "tf32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-    "nf4": 0.5,
+#: Block (group) size of the 4-bit formats: weights sharing one set of quantization constants.
+#: int4: torchao ``Int4WeightOnlyConfig(group_size=128)``, the snippet this package emits, and
+#: the usual GPTQ/AWQ checkpoint setting; nf4: bitsandbytes' fixed 4-bit blocksize of 64.
+QUANT_GROUP_SIZE = {"int4": 128, "nf4": 64}
+
+#: Bits per stored weight, quantization constants included (what weight memory and weight reads
+#: are sized with, everywhere: profiler, planner, cost model, tactics):
+#:
+#: * fp8 and int8 (per-tensor or per-output-channel scales): one 16- or 32-bit scale per row
+#:   of thousands of weights, under 0.01 bit each: 8 bits.
+#: * int4: 4 bits + one bf16 scale and one bf16 zero point per group of 128 (torchao tinygemm
+#:   layout, ``scales_and_zeros``): 4 + 32/128 = 4.25 bits. GPTQ/AWQ checkpoints pack the zero
+#:   point in 4 bits (fp16 scale + 4-bit zero = 20 bits per group): 4.16 bits, 2 % less.
+#: * nf4: 4 bits + one absmax per block of 64 (bitsandbytes), double-quantized as the emitted
+#:   ``BitsAndBytesConfig(bnb_4bit_use_double_quant=True)`` does: each absmax in 8 bits plus one
+#:   fp32 constant per 256 absmax values: 4 + 8/64 + 32/(64*256) = 4.127 bits (QLoRA paper,
+#:   Dettmers et al. 2023, section 3 "Double Quantization": 0.5 -> 0.127 bit per parameter).
+WEIGHT_BITS = {
+    "fp32": 32.0,
+    "tf32": 32.0,
+    "bf16": 16.0,
+    "fp16": 16.0,
+    "fp8": 8.0,
+    "int8": 8.0,
+    "int4": 4 + (16 + 16) / QUANT_GROUP_SIZE["int4"],
+    "nf4": 4 + 8 / QUANT_GROUP_SIZE["nf4"] + 32 / (QUANT_GROUP_SIZE["nf4"] * 256),
 }
+
+#: Bytes per stored weight (``WEIGHT_BITS / 8``): int4 0.53125, nf4 0.51587.
+WEIGHT_BYTES = {p: bits / 8 for p, bits in WEIGHT_BITS.items()}
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
 MODES = ("train", "infer")

@@ -60,6 +60,7 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     assert "gelu_backward" in out and "bernoulli_" in out
     assert "optimizer adamw:" in out and "us per tensor" in out
     data = json.loads(out_file.read_text(encoding="utf-8"))
-    # 23 memory-bound ops at one size + 6 linear shapes x (forward, backward).
-    assert len(data["ops"]) == 23 + 12 and len(data["optimizer"]) == 9
+    # 23 memory-bound ops at one size + 6 linear shapes x (forward, backward) + 7 skinny
+    # (decode-step) shapes, forward only.
+    assert len(data["ops"]) == 23 + 12 + 7 and len(data["optimizer"]) == 9
     assert data["config"]["op_elements"] == [2**10]

@@ -82,31 +82,56 @@ def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> Parallel
 #: (bench/costmodel_local_cpu.py --precision bf16: 24 % MAPE over 12 configurations).
 CPU_LOW_CONFIDENCE_PRECISIONS = ("bf16", "fp16")
 
-_CURVES: dict[tuple, tuple[object, LocalCalibration | None]] = {}
+_CURVES: dict[tuple, tuple[object, LocalCalibration | None, str | None]] = {}
 
 
 def _measured_curves(spec: HardwareSpec, precision: str) -> LocalCalibration | None:
     """The measurements behind ``spec`` when it is a benchmark of the attached device: its
-    matmul curve at ``precision`` and its op-grid curves (the benchmark that produced ``spec``
-    in this process, else the cached one; each read once per process)."""
-    if not spec.measured:
-        return None
-    from ..hardware.bench import measurement_for
+    matmul curve at ``precision`` and its op-grid curves (see :func:`_calibration`)."""
+    return _calibration(spec, precision)[0]
 
-    result = measurement_for(spec)
+
+def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration | None,
+                                                               str | None]:
+    """(calibration, note) for ``spec`` at ``precision``.
+
+    The calibration comes from the benchmark that produced ``spec`` in this process, else from
+    the on-disk cache (each read once per process). Nothing is measured here: benchmarking
+    belongs to ``hardware="local"`` / ``detect(benchmark=True)`` / ``aiadvisor calibrate``.
+    The note (None when calibrated, or when ``spec`` was never meant to be) says why a
+    prediction runs on the spec's peaks instead.
+    """
+    if not spec.measured:
+        from ..hardware.detection import benchmark_failure_for
+
+        failure = benchmark_failure_for(spec)
+        if failure is None:
+            return None, None
+        return None, (f"Calibration of this device failed ({failure}): predicted from its "
+                      "detected figures (datasheet or estimated peaks) with the learned "
+                      "efficiency curves, not from measurements.")
+    from ..hardware.bench import cached_measurement_for
+
+    result = cached_measurement_for(spec)
     key = (id(result) if result is not None else None, spec.name, spec.notes, precision)
     if key not in _CURVES:
-        try:
-            if result is None:
-                from ..hardware import benchmark
-
-                result = benchmark(progress=False)
-            cal = LocalCalibration.from_benchmark(result, precision)
-        except Exception:  # noqa: BLE001 - a failed benchmark falls back to the learned curves
-            cal = None
+        cal, note = None, None
+        if result is None:
+            note = ("This spec is marked measured, but its benchmark is neither in this process "
+                    "nor in the benchmark cache: predicted from its peaks (matmul, bandwidth, "
+                    "launch overhead) with the learned efficiency curves. Pass "
+                    "hardware='local' to calibrate.")
+        else:
+            try:
+                cal = LocalCalibration.from_benchmark(result, precision)
+            except (ValueError, KeyError, TypeError) as exc:
+                note = (f"The benchmark of this device could not be read ({type(exc).__name__}:"
+                        f" {exc}): predicted from its peaks with the learned efficiency curves.")
+            if cal is not None and not (cal.matmul or cal.curves):
+                cal = None
         # The result is kept with its calibration so that its id is not reused.
-        _CURVES[key] = (result, cal if cal is not None and (cal.matmul or cal.curves) else None)
-    return _CURVES[key][1]
+        _CURVES[key] = (result, cal, note)
+    return _CURVES[key][1], _CURVES[key][2]
 
 
 def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
@@ -130,7 +155,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     elif precision not in MEASURED_PRECISIONS:
         level = "low"
         notes.append(f"No measured {precision} op data: the {precision} curve is the FP16 tensor-"
-                     "core curve at the {precision} peak (low confidence).")
+                     f"core curve at the {precision} peak (low confidence).")
     elif w < 0.5:
         level = "medium"
         notes.append("Device outside the peak/bandwidth range of the measured GPUs: efficiency "
@@ -142,13 +167,14 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     return level, notes
 
 
-def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool]:
+def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool, str | None]:
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
+    note = None if cal is not None else _calibration(spec, precision)[1]
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None)
-    return parts, cal is not None
+    return parts, cal is not None, note
 
 
 def _mfu(prof: ModelProfile, step_s, peak_tflops, num_devices):
@@ -220,9 +246,11 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     spec = resolve_hardware(hardware)
     check_precision(spec, precision)
     model = model or load_model()
-    parts, measured = _parts(prof, spec, precision, parallel, model)
+    parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model)
     w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
+    if calibration_note and not measured:
+        notes.insert(0, calibration_note)
     fraction = matmul_fraction(spec)
     if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
         notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import ModelProfile, ParallelConfig
+from ..units import WEIGHT_BYTES
 from .precision import (
     AUTOCAST_FP32_OPS,
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
     MEMORY_ACT_BYTES,
-    WEIGHT_BYTES,
 )
 
 GEMM_LIKE = ("gemm", "conv", "attention")
@@ -89,12 +89,18 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
 
 def _forward_weight_share(prof: ModelProfile, ops: OpArrays) -> float:
     """Share of forward GEMM bytes that are weight reads (each weight is read once per
-    forward), capped at 90 %; what weight-only formats shrink."""
+    forward), capped at 90 %; what weight-only formats shrink.
+
+    The weights are counted in the traced dtype, as the GEMMs read them: ``num_params`` x its
+    element size, not ``memory.weights_bytes``, which a profile taken at an 8- or 4-bit
+    precision already stores quantized (counting those would shrink the weights twice).
+    """
     fwd_gemm = ops.gemm_like & (ops.phase == "forward")
     gemm_bytes = float(ops.bytes_total[fwd_gemm].sum())
     if gemm_bytes <= 0:
         return 0.0
-    return min(0.9, prof.memory.weights_bytes / gemm_bytes)
+    traced_weight_bytes = prof.num_params * DTYPE_BYTES.get(prof.compute_dtype, 4.0)
+    return min(0.9, traced_weight_bytes / gemm_bytes)
 
 
 def traced_in_16_bit(prof: ModelProfile) -> bool:

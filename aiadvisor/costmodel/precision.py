@@ -22,7 +22,7 @@ import math
 
 from ..errors import UnsupportedPrecisionError, check_choice
 from ..schema import HardwareSpec
-from ..units import PRECISIONS
+from ..units import PRECISIONS, WEIGHT_BYTES
 
 #: Bytes per element of GEMM operands (activations) in each precision.
 GEMM_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
@@ -30,9 +30,6 @@ GEMM_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0
 #: Bytes per element of activations outside the GEMMs.
 MEMORY_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "int8": 2.0,
                     "int4": 2.0, "nf4": 2.0}
-#: Bytes per stored weight; NF4/GPTQ-style 4-bit formats add about 0.5 bit of block scales.
-WEIGHT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
-                "int4": 0.5625, "nf4": 0.5625}
 DTYPE_BYTES = {"float32": 4.0, "float64": 8.0, "bfloat16": 2.0, "float16": 2.0,
                "float8_e4m3fn": 1.0, "float8_e5m2": 1.0}
 
@@ -119,4 +116,6 @@ def check_precision(spec: HardwareSpec, precision: str) -> str:
 
 
 def weight_bytes_per_element(precision: str) -> float:
+    """Bytes per stored weight in ``precision``, block scales included
+    (:data:`aiadvisor.units.WEIGHT_BYTES`, where the group sizes are derived)."""
     return WEIGHT_BYTES[precision]

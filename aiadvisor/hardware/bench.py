@@ -49,6 +49,7 @@ __all__ = [
     "OptimizerPoint",
     "benchmark",
     "cache_directory",
+    "cached_measurement_for",
     "text_progress",
 ]
 
@@ -181,6 +182,40 @@ def measurement_for(spec: HardwareSpec) -> BenchmarkResult | None:
     """The benchmark whose figures ``spec`` carries (from :meth:`BenchmarkResult.apply_to` in
     this process), or None."""
     return _APPLIED.get((spec.name, spec.notes))
+
+
+def cached_measurement_for(spec: HardwareSpec, *, cache_dir: str | os.PathLike | None = None
+                           ) -> BenchmarkResult | None:
+    """The benchmark behind a ``measured`` spec: the one applied in this process, else the one
+    in the on-disk cache that produced its figures; None when neither has it. Never measures.
+
+    A cached result matches when its launch overhead and bandwidth are the spec's (measured
+    floats, a fingerprint of the run) and its date, torch version and backend are the ones the
+    spec's note quotes.
+    """
+    if not spec.measured:
+        return None
+    hit = measurement_for(spec)
+    if hit is not None:
+        return hit
+    try:
+        paths = sorted(cache_directory(cache_dir).glob("benchmark-*.json"))
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.pop("cache_version", None) != _CACHE_VERSION:
+                continue
+            result = BenchmarkResult.from_dict(data, from_cache=True, cache_path=str(path))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        quoted = (f"{result.date[:10]} (torch {result.torch_version}, {result.backend})"
+                  in spec.notes)
+        if (quoted and result.launch_overhead_us == spec.launch_overhead_us
+                and result.memory_bw_gbs == spec.memory_bw_gbs):
+            return result
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from typing import Any
 from ..schema import HardwareSpec
 from .lookup import candidates, find
 
-__all__ = ["CpuInfo", "DetectedDevice", "cpu_info", "detect", "parse_cpuinfo", "probe"]
+__all__ = ["CpuInfo", "DetectedDevice", "benchmark_failure_for", "cpu_info", "detect",
+           "parse_cpuinfo", "probe"]
 
 BACKENDS = ("cuda", "rocm", "xpu", "mps", "cpu")
 _ISA_PATTERN = re.compile(
@@ -369,10 +370,28 @@ def _cpu_device(cpu: CpuInfo, reasons: list[str], *, torch_version: str | None
                           details={"estimate_note": estimate})
 
 
+#: Benchmark outcomes of this process by (backend, device, cache directory, options): the
+#: result, or the failure as "ExceptionType: message".
+_RUNS: dict[tuple[str, str, str, str], Any] = {}
+#: Specs returned after a failed benchmark, by (name, notes) -> the failure.
+_FAILED: dict[tuple[str, str], str] = {}
+
+
+def benchmark_failure_for(spec: HardwareSpec) -> str | None:
+    """Why the benchmark behind ``spec`` failed (``"RuntimeError: ..."``) when ``spec`` is what
+    :func:`detect` returned after a failed benchmark in this process, else None."""
+    return _FAILED.get((spec.name, spec.notes))
+
+
 def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | None = None,
            progress: Any = True, benchmark_options: dict[str, Any] | None = None
            ) -> HardwareSpec:
     """The attached device as a :class:`~aiadvisor.schema.HardwareSpec`; never raises.
+
+    A benchmark runs at most once per process for a given cache directory and options (then
+    the disk cache serves later processes); ``refresh=True`` runs it again. When it fails the
+    spec keeps the detected (datasheet or estimated) figures and its ``notes`` say why, and so
+    does every prediction made with it.
 
     Parameters
     ----------
@@ -401,13 +420,24 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
     if not benchmark:
         return device.spec
     from .bench import benchmark as run_benchmark
+    from .bench import cache_directory
 
-    try:
-        result = run_benchmark(device=device, refresh=refresh, cache_dir=cache_dir,
-                               progress=progress, **(benchmark_options or {}))
-    except Exception as exc:  # noqa: BLE001 - detection must still return a spec
-        note = f" Benchmark failed ({type(exc).__name__}: {exc}); figures are not measured."
-        return dataclasses.replace(device.spec, notes=device.spec.notes + note)
+    # Once per process and configuration: a result the disk cache could not keep (read-only
+    # directory) or a failure is not measured again on every predict(hardware="local").
+    key = (device.backend, device.name, str(cache_directory(cache_dir)),
+           repr(sorted((benchmark_options or {}).items())))
+    if refresh or key not in _RUNS:
+        try:
+            _RUNS[key] = run_benchmark(device=device, refresh=refresh, cache_dir=cache_dir,
+                                       progress=progress, **(benchmark_options or {}))
+        except Exception as exc:  # noqa: BLE001 - detection returns a spec that says so
+            _RUNS[key] = f"{type(exc).__name__}: {exc}"
+    result = _RUNS[key]
+    if isinstance(result, str):
+        note = f" Benchmark failed ({result}); figures are not measured."
+        failed = dataclasses.replace(device.spec, notes=device.spec.notes + note)
+        _FAILED[(failed.name, failed.notes)] = result
+        return failed
     estimate = device.details.get("estimate_note") or ""
     base = device.spec
     if estimate:  # the measurement replaces the estimate: drop the sentence that announced it

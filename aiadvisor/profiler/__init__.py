@@ -12,12 +12,21 @@ training), scaled linearly; ``profile.path`` says which ran.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
 from ..schema import ModelProfile
-from ..units import MODES, OPTIMIZER_TRAFFIC, OPTIMIZERS, PRECISIONS
-from . import assemble
+from ..units import (
+    MODES,
+    OPTIMIZER_TRAFFIC,
+    OPTIMIZERS,
+    PRECISIONS,
+    QUANT_GROUP_SIZE,
+    WEIGHT_BITS,
+    WEIGHT_BYTES,
+)
+from . import assemble, quiet
 from .scaling import TracedProfile, evaluate, fit, grid, position_limit, rescale
 
 __all__ = ["TracedProfile", "profile", "rescale"]
@@ -84,8 +93,12 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     spec = inputs_mod.normalize(example_inputs)
     plan = find_repeated_blocks(model) if repeated_blocks else None
     with _preserve_rng():
-        prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer, precision=precision,
-                        model_name=model_name, scaling=scaling)
+        with quiet.torch_logs_collected() as records:
+            prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer,
+                            precision=precision, model_name=model_name, scaling=scaling)
+        note = quiet.summary(records)
+        if note:
+            prof = dataclasses.replace(prof, notes=(*prof.notes, note))
         if measure:
             from .measure import measure_step
 
@@ -241,21 +254,22 @@ _WEIGHT_NOTE = {
     "bf16": "2 bytes each", "fp16": "2 bytes each",
     "fp8": "weight matrices 1 byte, other tensors 2 bytes",
     "int8": "weight matrices 1 byte, other tensors 2 bytes",
-    "int4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
-    "nf4": "weight matrices 4 bits + one 16-bit scale per 64 weights, other tensors 2 bytes",
+    "int4": f"weight matrices {WEIGHT_BITS['int4']:.3g} bits (4 bits + a 16-bit scale and zero "
+            f"point per group of {QUANT_GROUP_SIZE['int4']}), other tensors 2 bytes",
+    "nf4": f"weight matrices {WEIGHT_BITS['nf4']:.3g} bits (4 bits + a double-quantized absmax "
+           f"per block of {QUANT_GROUP_SIZE['nf4']}), other tensors 2 bytes",
 }
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:
     """Weights as stored. Training keeps the model's own dtype (FP32 masters under autocast).
-    Inference in 16 bits stores every floating tensor in 2 bytes; 8-bit formats store weight
-    matrices (rank >= 2) in 1 byte and the rest in 2; 4-bit formats 0.5 byte + a 16-bit scale
-    per group of 64 (GPTQ/AWQ/NF4 use groups of 64-128)."""
+    Inference in 16 bits stores every floating tensor in 2 bytes; the 8- and 4-bit formats
+    store weight matrices (rank >= 2) at :data:`aiadvisor.units.WEIGHT_BYTES` (block scales
+    included) and the rest (biases, norms) in 2 bytes, as the quantizers leave them."""
     buffers = list(model.buffers())
     if mode == "train" or precision in ("fp32", "tf32"):
         return sum(t.numel() * t.element_size() for t in [*params, *buffers])
-    per_matrix = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 64,
-                  "nf4": 0.5 + 2 / 64}[precision]
+    per_matrix = WEIGHT_BYTES[precision]
     total = 0.0
     for t in [*params, *buffers]:
         if not t.is_floating_point():

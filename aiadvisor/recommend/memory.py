@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedPrecisionError
 from ..schema import ModelProfile, ParallelConfig
+from ..units import WEIGHT_BYTES
 
 #: Fraction of device memory left free for what the profile cannot see: the CUDA context
 #: (0.3-2 GiB), cuBLAS/cuDNN workspaces and allocator fragmentation (reserved/allocated is
@@ -39,12 +40,6 @@ DEVICES_PER_NODE = 8
 _MIXED = ("bf16", "fp16", "fp8")
 _FULL = ("fp32", "tf32")
 _WEIGHT_ONLY = ("int8", "int4", "nf4")
-
-#: Inference weight storage in bits per weight, including per-group scales: int8 per-channel
-#: scales are negligible; int4 (GPTQ/AWQ/torchao) one fp16 scale + zero point per group of 128
-#: weights = 32/128 = 0.25 bit; NF4 (bitsandbytes) one fp32 absmax per block of 64 = 0.5 bit.
-INFER_WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8,
-                     "int4": 4.25, "nf4": 4.5}
 
 #: Optimizer bytes per trainable parameter: (fp32 training, mixed precision). Mixed precision
 #: adds a 4-byte fp32 master copy to each (the optimizer updates the master, ZeRO section 3).
@@ -74,15 +69,18 @@ def state_bytes_per_param(*, mode: str, precision: str,
                           optimizer: str) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trainable parameter.
 
+    Inference weights are sized by :data:`aiadvisor.units.WEIGHT_BYTES` (4-bit formats with
+    their block scales: int4 4.25 bits, nf4 4.127 bits per weight).
+
     >>> state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw")
     (2, 2, 12)
     >>> state_bytes_per_param(mode="train", precision="fp32", optimizer="adamw")
     (4, 4, 8)
     >>> state_bytes_per_param(mode="infer", precision="nf4", optimizer="adamw")
-    (0.5625, 0, 0)
+    (0.515869140625, 0, 0)
     """
     if mode == "infer":
-        return INFER_WEIGHT_BITS[precision] / 8, 0, 0
+        return WEIGHT_BYTES[precision], 0, 0
     if precision in _WEIGHT_ONLY:
         raise UnsupportedPrecisionError(
             f"precision={precision!r} is not valid for training: {precision} is a weight-only "

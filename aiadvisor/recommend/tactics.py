@@ -22,7 +22,7 @@ from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
-from ..units import fmt_bytes, fmt_seconds
+from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
 from .memory import ActivationParts, PartsSource, device_memory, dtype_bytes, usable_bytes
 from .precision import support_level
@@ -186,12 +186,18 @@ def tf32(ctx: Context) -> Recommendation | None:
         return None
     return _make(
         ctx, tactic_id="tf32", title="Turn on TF32 tensor cores", category="precision",
-        rationale=(f"The step runs in fp32 and {_pct(share)} of its FLOPs are matmuls/"
-                   f"convolutions; {ctx.spec.name} runs them at {ctx.spec.tf32_tflops:g} TFLOPS "
-                   f"in TF32 vs {ctx.spec.fp32_tflops or 0:g} in fp32. "
-                   "Two lines, no other change."),
-        snippet_id="tf32", gain=gain, trigger={"matmul_flops_share": share},
+        rationale=_tf32_rationale(ctx.spec, share), snippet_id="tf32", gain=gain,
+        trigger={"matmul_flops_share": share},
     )
+
+
+def _tf32_rationale(spec: HardwareSpec, share: float) -> str:
+    """Why TF32: the matmul share and the TF32 peak, against the FP32 one where it is known."""
+    fp32 = (f" vs {spec.fp32_tflops:g} in fp32" if spec.fp32_tflops
+            else " (the catalog has no FP32 figure for it to compare with)")
+    return (f"The step runs in fp32 and {_pct(share)} of its FLOPs are matmuls/convolutions; "
+            f"{spec.name} runs them at {spec.tf32_tflops:g} TFLOPS in TF32{fp32}. "
+            "Two lines, no other change.")
 
 
 def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recommendation | None:
@@ -644,7 +650,7 @@ def dataloader(ctx: Context) -> Recommendation | None:
 
 @rule("dynamic_int8")
 def dynamic_int8(ctx: Context) -> Recommendation | None:
-    if ctx.train or ctx.spec.kind != "cpu":
+    if ctx.train or ctx.spec.kind != "cpu" or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
         return None
     share = ctx.flops_share("gemm")
     if share < 0.5:
@@ -652,13 +658,18 @@ def dynamic_int8(ctx: Context) -> Recommendation | None:
     gain = _gain(ctx, ctx.predict(precision="int8"))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
-    weights = ctx.memory().weights_bytes
+    # The saving is against the weights as the model runs now: 4 -> 1 byte from fp32, 2 -> 1
+    # from bf16/fp16 (units.WEIGHT_BYTES, through the planner's weight memory).
+    before = ctx.memory().weights_bytes
+    after = ctx.memory(precision="int8").weights_bytes
     return _make(
         ctx, tactic_id="dynamic_int8", title="Dynamic int8 quantization on the CPU",
         category="precision",
         rationale=(f"Linear layers are {_pct(share)} of the FLOPs and the CPU has int8 dot-"
-                   "product instructions; int8 weights also read a quarter of the fp32 bytes."),
-        snippet_id="dynamic_int8", gain=gain, memory_saving_bytes=weights * 0.75,
+                   f"product instructions; int8 weights take {WEIGHT_BYTES['int8']:g} byte each "
+                   f"instead of {WEIGHT_BYTES[ctx.precision]:g} in {ctx.precision} "
+                   f"({fmt_bytes(after)} instead of {fmt_bytes(before)})."),
+        snippet_id="dynamic_int8", gain=gain, memory_saving_bytes=before - after,
         trigger={"gemm_flops_share": share},
     )
 

@@ -370,3 +370,16 @@ def test_predict_table_rejects_a_layout_of_another_device_count(spec):
                                                     r"num_devices=4"):
         predict_table(gemm_profile(), specs=[spec], num_devices=8,
                       parallel=ParallelConfig(dp_degree=2, tp_degree=2))
+
+
+def test_unmeasured_precision_note_names_the_precision():
+    # fp8 is not in MEASURED_PRECISIONS (only fp32/bf16/fp16 op data were measured); the H100
+    # SXM has an fp8 peak (1978.9 TF dense in the catalog), so the prediction runs and carries
+    # the low-confidence note, which must name fp8 in both places and leave no placeholder.
+    from aiadvisor.costmodel.precision import MEASURED_PRECISIONS
+
+    assert "fp8" not in MEASURED_PRECISIONS
+    pred = predict(gemm_profile(), hardware="H100 SXM", precision="fp8")
+    note = next(n for n in pred.notes if n.startswith("No measured fp8 op data"))
+    assert "at the fp8 peak" in note and "{" not in note and "}" not in note
+    assert pred.confidence == "low"

@@ -113,7 +113,7 @@ def test_rules_fire_where_their_numbers_say(scenarios):
     assert {"fsdp", "fp8", "optimizer_8bit"} <= fired["llama8b_8"]
     assert "cpu_offload" in fired["llama70b_8"]
     assert {"tensor_parallel", "pipeline_parallel"} & fired["llama70b_32"]
-    # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.5 bits) does.
+    # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.13 bits) does.
     assert "weight_only_nf4" in fired["llama8b_infer_t4"]
     assert "weight_only_int4" in fired["llama8b_decode_h100"]  # memory-bound decode
     assert "sparsity_24" in fired["llama8b_prefill_h100"]  # compute-bound prefill
@@ -227,3 +227,34 @@ def test_rationales_and_memory_lines_use_binary_units(scenarios):
     fsdp = next(r for r in scenarios["llama8b_8"].recommendations if r.id == "fsdp")
     text = str(scenarios["llama8b_8"])
     assert f"saves {fsdp.memory_saving_bytes / 2**30:.2f} GiB per device" in text
+
+
+def test_dynamic_int8_saving_counts_the_precision_the_model_runs_in():
+    # Four bias-free 1024 x 1024 Linear layers served in bf16 on a Xeon 8480+ (int8 AMX 229.4
+    # TOPS vs bf16 114.7 TFLOPS dense): N = 4 * 1024**2 = 4194304 weights at 2 bytes; int8
+    # stores 1 byte each, so the saving is N bytes (4.00 MiB), half the weights, not the
+    # three quarters an fp32 model would save.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024, bias=False) for _ in range(4)])
+    prof = aa.profile(model, torch.randn(256, 1024), mode="infer", precision="bf16")
+    ctx = _context(prof, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
+                   precision="bf16")
+    rec = next(r for r in recommend(ctx) if r.id == "dynamic_int8")
+    assert rec.memory_saving_bytes == 4 * 1024**2
+    assert "1 byte each instead of 2 in bf16" in rec.rationale
+    assert "fp32" not in rec.rationale
+    assert "4.00 MiB instead of 8.00 MiB" in rec.rationale
+
+
+def test_tf32_rationale_without_an_fp32_figure_compares_nothing():
+    import dataclasses
+
+    from aiadvisor.recommend.tactics import _tf32_rationale
+
+    h100 = aa.hardware.get("H100 SXM")
+    # Catalog row: 494.7 TFLOPS TF32 dense, 67 FP32.
+    known = _tf32_rationale(h100, 0.9)
+    assert "494.7 TFLOPS in TF32 vs 67 in fp32" in known and "90%" in known
+    unknown = _tf32_rationale(dataclasses.replace(h100, fp32_tflops=None), 0.9)
+    assert "494.7 TFLOPS in TF32 (the catalog has no FP32 figure" in unknown
+    assert " 0 in fp32" not in unknown and "vs" not in unknown

@@ -1,0 +1,64 @@
+"""One size for 8- and 4-bit weights: the profiler, the planner and the cost model agree."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import aiadvisor as aa
+from aiadvisor.costmodel.ops import byte_factors, op_arrays
+from aiadvisor.recommend.memory import device_memory
+from aiadvisor.schema import ParallelConfig
+
+# Two bias-free Linear layers: every parameter is a weight matrix the quantizers convert.
+NUM_PARAMS = 256 * 512 + 512 * 128  # 196608
+# int4: 4 bits + a 16-bit scale and a 16-bit zero point per group of 128 = 4.25 bits.
+# nf4: 4 bits + an 8-bit absmax per block of 64 + an fp32 constant per 256 absmax (double
+# quantization, QLoRA section 3) = 4 + 0.125 + 0.001953125 = 4.126953125 bits.
+HAND_WEIGHT_BYTES = {
+    "int4": NUM_PARAMS * 4.25 / 8,               # 104448
+    "nf4": NUM_PARAMS * 4.126953125 / 8,         # 101424
+}
+# Forward GEMM activations at batch 256, 16 bit in every 4-bit format: mm1 reads x (256 x 256)
+# and writes 256 x 512; mm2 reads 256 x 512 and writes 256 x 128: 360448 elements x 2 bytes.
+HAND_GEMM_ACTIVATION_BYTES = (256 * 256 + 256 * 512 + 256 * 512 + 256 * 128) * 2  # 720896
+
+
+def _model_and_input():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512, bias=False), nn.ReLU(),
+                          nn.Linear(512, 128, bias=False))
+    return model, torch.randn(256, 256)
+
+
+def _cost_model_forward_gemm_bytes(prof, precision):
+    ops = op_arrays(prof)
+    factors = byte_factors(prof, ops, precision)
+    fwd_gemm = ops.gemm_like & (ops.phase == "forward")
+    return float((ops.bytes_total * factors)[fwd_gemm].sum())
+
+
+@pytest.mark.parametrize("precision", ["int4", "nf4"])
+def test_profiler_planner_and_cost_model_size_4_bit_weights_alike(precision):
+    model, x = _model_and_input()
+    prof = aa.profile(model, x, mode="infer", precision=precision)
+    hand = HAND_WEIGHT_BYTES[precision]
+    assert prof.num_params == NUM_PARAMS
+    assert prof.memory.weights_bytes == pytest.approx(hand, abs=1)
+    planned = device_memory(prof, ParallelConfig(), precision=precision)
+    assert planned.weights_bytes == pytest.approx(hand)
+    # The cost model reads each weight once per forward, at the same size, plus the 16-bit
+    # activations (the weight share, 393216 / 1114112 = 35 %, is under the 90 % cap).
+    expected = HAND_GEMM_ACTIVATION_BYTES + hand
+    assert _cost_model_forward_gemm_bytes(prof, precision) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("precision", ["int4", "nf4"])
+def test_fp32_trace_predicted_in_4_bit_reads_the_same_weight_bytes(precision):
+    # An FP32 profile converted by the cost model: activations to 16 bit, weights to the
+    # 4-bit size (same totals as a profile traced at that precision).
+    model, x = _model_and_input()
+    prof = aa.profile(model, x, mode="infer", precision="fp32")
+    expected = HAND_GEMM_ACTIVATION_BYTES + HAND_WEIGHT_BYTES[precision]
+    assert _cost_model_forward_gemm_bytes(prof, precision) == pytest.approx(expected, rel=1e-9)
