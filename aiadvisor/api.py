@@ -186,7 +186,8 @@ class Report:
 
         serving = self._serving_state()
         d = self.serving_defaults()
-        args = {"prompt_len": prompt_len or d["prompt_len"],
+        args = {"tp": self.serving_tp(),
+                "prompt_len": prompt_len or d["prompt_len"],
                 "output_len": output_len or d["output_len"],
                 "batch_size": batch_size or d["batch_size"],
                 "weight_precision": weight_precision or d["weight_precision"],
@@ -195,6 +196,14 @@ class Report:
                *sorted(args.items()))
         return serving.memo(key, lambda: predict_generation(
             serving.gp, hardware=self._spec, num_devices=self.options["num_devices"], **args))
+
+    def serving_tp(self) -> int:
+        """Tensor-parallel degree of :attr:`generation`: the largest divisor of the number of
+        devices that also divides the model's KV heads (the rest are data-parallel replicas)."""
+        heads = self._serving_state().gp.kv.kv_heads
+        n = self.options["num_devices"]
+        return max(d for d in range(1, n + 1)
+                   if n % d == 0 and (heads is None or d == 1 or heads % d == 0))
 
     @property
     def generation(self) -> GenerationPrediction | None:
@@ -229,9 +238,54 @@ class Report:
         plan = self.serving_plan(prompt_len=prompt_len, output_len=output_len)
         key = ("recommendations", self._spec.name, self.options["num_devices"], prompt_len,
                output_len)
+        baseline = self._eager_baseline(prompt_len, output_len)
         return list(serving.memo(key, lambda: serving_recommendations(
             plan, names=self._names, model_id=serving.model_id, prompt_len=prompt_len,
-            output_len=output_len)))
+            output_len=output_len, baseline_tokens_per_s=baseline.tokens_per_s)))
+
+    def _eager_baseline(self, prompt_len: int, output_len: int) -> GenerationPrediction:
+        """Plain eager transformers ``generate``, one user, 16-bit weights, one device: what
+        the serving recommendations' speedups are measured against."""
+        from .serving import predict_generation
+
+        serving = self._serving_state()
+        weights = self.serving_defaults()["weight_precision"]
+        key = ("eager", self._spec.name, prompt_len, output_len, weights)
+        return serving.memo(key, lambda: predict_generation(
+            serving.gp, hardware=self._spec, num_devices=1, weight_precision=weights,
+            prompt_len=prompt_len, output_len=output_len, engine="eager"))
+
+    def serving_devices(self, count: int = 3) -> list[HardwareSpec]:
+        """The target device, then the hardware ranking's first ``count`` other devices with a
+        memory and bandwidth figure (what a TPOT-vs-context chart compares)."""
+        self._serving_state()
+        by_name = {s.name: s for s in self._specs}
+        out = [self._spec]
+        for name in self.hardware["hardware"]:
+            spec = by_name.get(name)
+            if len(out) > count:
+                break
+            if spec and spec.name != self._spec.name and spec.memory_gb and spec.memory_bw_gbs:
+                out.append(spec)
+        return out
+
+    def serving_context_curves(self, *, output_len: int, batch_size: int,
+                               weight_precision: str, kv_precision: str | None = None):
+        """TPOT against prompt length on :meth:`serving_devices` (see
+        :func:`aiadvisor.recommend.serving.context_curves`); answers are kept."""
+        from .recommend.serving import context_curves, context_points
+
+        serving = self._serving_state()
+        tp = self.serving_tp()
+        specs = self.serving_devices()
+        contexts = context_points(serving.gp.max_positions, output_len=output_len,
+                                  current=self.serving_defaults()["prompt_len"])
+        key = ("context", tuple(s.name for s in specs), self.options["num_devices"], tp,
+               output_len, batch_size, weight_precision, kv_precision)
+        return serving.memo(key, lambda: context_curves(
+            serving.gp, specs, num_devices=self.options["num_devices"], tp=tp,
+            weight_precision=weight_precision, kv_precision=kv_precision,
+            batch_size=batch_size, output_len=output_len, contexts=contexts))
 
     def _serving_state(self) -> _Serving:
         if self._serving is None:

@@ -17,8 +17,8 @@ from ..units import fmt_bytes, fmt_seconds
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["default_request", "default_weight_precision", "serving_lines",
-           "serving_recommendations"]
+__all__ = ["context_curves", "context_points", "default_request", "default_weight_precision",
+           "serving_lines", "serving_recommendations"]
 
 #: Output tokens per request when the report is not told otherwise.
 DEFAULT_OUTPUT_LEN = 128
@@ -140,10 +140,15 @@ def _tgi_flags(v: dict[str, Any]) -> list[str]:
 
 
 def _recommendation(rec_id: str, title: str, snippet_id: str, rationale: str, code: str,
-                    v: dict[str, Any]) -> Recommendation:
+                    v: dict[str, Any], baseline: float | None) -> Recommendation:
     meta = SNIPPETS[snippet_id]
+    speedup = v["tokens_per_s"] / baseline if baseline else None
+    if speedup:
+        rationale += (" Speedup: output tokens/s against plain eager transformers generate for "
+                      "one user in 16 bit.")
     return Recommendation(
         id=rec_id, title=title, category="serving", rationale=rationale, code=code,
+        predicted_speedup=None if speedup is None else round(speedup, 4),
         extra={"snippet": snippet_id, "requires": list(meta.requires), "launcher": meta.launcher,
                "tokens_per_s": v["tokens_per_s"], "tpot_s": v["tpot_s"],
                "weight_precision": v["wp"], "kv_precision": v["kv"], "tp": v["tp"],
@@ -151,7 +156,8 @@ def _recommendation(rec_id: str, title: str, snippet_id: str, rationale: str, co
 
 
 def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: str,
-                            prompt_len: int, output_len: int) -> list[Recommendation]:
+                            prompt_len: int, output_len: int,
+                            baseline_tokens_per_s: float | None = None) -> list[Recommendation]:
     """Engine configurations with code for the best fitting plan row (vLLM offline and server,
     TGI, TensorRT-LLM) and for the best 16-bit single-user row (transformers ``generate``).
 
@@ -166,8 +172,12 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         :data:`LOCAL_MODEL_DIR` first).
     prompt_len, output_len : int
         The request the plan was made for (the engines' maximum length is their sum).
+    baseline_tokens_per_s : float, optional
+        Tokens/s of plain eager ``generate`` for one user: each recommendation's
+        ``predicted_speedup`` is its tokens/s over this.
     """
     recs: list[Recommendation] = []
+    base = baseline_tokens_per_s
     row = _best(plan)
     max_len = prompt_len + output_len
     if row is not None:
@@ -187,21 +197,22 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
             "serve_vllm", f"Serve with vLLM: {figures}", "serve_vllm", why,
             snippet("serve_vllm", names=names, **common, dtype=v["dtype"], tp=v["tp"],
                     quantization=quant["vllm"], kv_cache_dtype=VLLM_KV.get(v["kv"], "auto"),
-                    max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len), v))
+                    max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len),
+            v, base))
         recs.append(_recommendation(
             "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
             "serve_vllm_server", why + " The same engine as a server (vllm serve).",
-            snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v))
+            snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v, base))
         recs.append(_recommendation(
             "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
             why + " TGI's launcher takes the same plan as flags.",
-            snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v))
+            snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
         recs.append(_recommendation(
             "serve_tensorrt_llm", f"Serve with TensorRT-LLM: {figures}", "serve_tensorrt_llm",
             why + " TensorRT-LLM's LLM API, on NVIDIA GPUs.",
             snippet("serve_tensorrt_llm", names=names, **common, tp=v["tp"],
                     quant_algo=quant["trt"], kv_dtype=TRTLLM_KV.get(v["kv"], "auto"),
-                    max_batch_size=v["batch"], max_tokens=output_len), v))
+                    max_batch_size=v["batch"], max_tokens=output_len), v, base))
     single = _best(plan, sixteen_bit_single=True)
     if single is not None:
         v = _engine_values(single, model_id=model_id, max_model_len=max_len)
@@ -214,5 +225,54 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
             f"torch.compile capture each decode step as a CUDA graph, as engines run it "
             f"({figures}; one request at a time, no continuous batching).",
             snippet("generate_static_compiled", names=names, tokens_per_s=v["tokens_per_s"],
-                    tpot_s=v["tpot_s"], dtype=v["dtype"], max_new_tokens=output_len), v))
+                    tpot_s=v["tpot_s"], dtype=v["dtype"], max_new_tokens=output_len), v, base))
     return recs
+
+
+def context_points(limit: int | None, *, output_len: int, current: int,
+                   top: int = 8192) -> list[int]:
+    """Prompt lengths a TPOT-vs-context chart samples: powers of two from 16 up to what the
+    model's positions leave beside ``output_len`` (or ``top``), plus ``current``.
+
+    >>> context_points(512, output_len=128, current=300)
+    [16, 32, 64, 128, 256, 300, 384]
+    """
+    high = min(top, limit - output_len) if limit is not None else top
+    points = {current} if current <= high else set()
+    n = 16
+    while n <= high:
+        points.add(n)
+        n *= 2
+    if high >= 16:
+        points.add(high)
+    return sorted(points)
+
+
+def context_curves(gp: GenerationProfile, specs: list[HardwareSpec], *, num_devices: int,
+                   tp: int, weight_precision: str, kv_precision: str | None, batch_size: int,
+                   output_len: int, contexts: list[int]) -> pd.DataFrame:
+    """TPOT of each device at each prompt length (``generation_table``: one vectorised call per
+    length for all devices). A device that cannot run the weight format, or on which
+    ``batch_size`` sequences do not fit, has no point there. KV None: each device's default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``hardware``, ``context_len``, ``tpot_s``, ``tokens_per_s`` (estimated).
+    """
+    import pandas as pd
+
+    from ..costmodel.generation import default_kv_precision, generation_table
+
+    defaults = {s.name: kv_precision or default_kv_precision(s, weight_precision) for s in specs}
+    kvs = tuple(sorted(set(defaults.values())))
+    rows = []
+    for context in contexts:
+        for g in generation_table(gp, specs, num_devices=num_devices, tp=tp,
+                                  weight_precision=weight_precision, kv_precisions=kvs,
+                                  prompt_len=context, output_len=output_len,
+                                  batches=[batch_size]):
+            if g.kv_precision == defaults[g.hardware] and g.fits:
+                rows.append({"hardware": g.hardware, "context_len": context,
+                             "tpot_s": g.tpot_s, "tokens_per_s": g.tokens_per_s})
+    return pd.DataFrame(rows, columns=["hardware", "context_len", "tpot_s", "tokens_per_s"])
