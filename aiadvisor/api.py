@@ -353,12 +353,24 @@ class Report:
     def to_markdown(self) -> str:
         from .recommend.render import to_markdown
 
-        return to_markdown(self)
+        text = to_markdown(self)
+        if self._serving is None:
+            return text
+        from .recommend.serving import serving_markdown
+
+        return text + "\n" + serving_markdown(self.generation, self.serving)
 
     def _repr_html_(self) -> str:
         from .recommend.render import to_html
 
-        return to_html(self)
+        page = to_html(self)
+        if self._serving is None:
+            return page
+        from .recommend.serving import serving_html
+
+        # Inside the report's own block (its last tag closes it), so its styles apply.
+        body, closing = page.rsplit("</div>", 1)
+        return body + serving_html(self.generation, self.serving) + "</div>" + closing
 
     def __str__(self) -> str:
         from .recommend.render import to_text

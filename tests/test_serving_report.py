@@ -169,3 +169,17 @@ def test_hf_model_id_goes_into_the_engine_code():
     assert report.generation.kv_bytes_per_token == 2 * 2 * 2 * 16 * 2
     # 64-token example prompt, 128 output tokens: 192 of the 256 positions.
     assert (report.generation.prompt_len, report.generation.output_len) == (64, 128)
+
+
+def test_html_and_markdown_reports_have_the_serving_section(report):
+    page = report._repr_html_()
+    assert "<h2>Serving (LLM generation)</h2>" in page
+    # Inside the report's block: the serving section comes before the block's closing tag.
+    assert page.index("Serving (LLM generation)") < page.rindex("</div>")
+    assert "KV cache per token: 4.00 KiB" in page
+    markdown = report.to_markdown()
+    assert "## Serving (LLM generation)" in markdown
+    assert "| weights | KV | tp | concurrent |" in markdown
+    # A train report has none of it.
+    plain = aa.advise(torch.nn.Linear(8, 8), torch.randn(2, 8), hardware=H100)
+    assert "Serving (LLM generation)" not in plain._repr_html_() + plain.to_markdown()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["context_curves", "context_points", "default_request", "default_weight_precision",
+           "serving_html", "serving_markdown",
            "serving_lines", "serving_recommendations"]
 
 #: Output tokens per request when the report is not told otherwise.
@@ -276,3 +277,33 @@ def context_curves(gp: GenerationProfile, specs: list[HardwareSpec], *, num_devi
                 rows.append({"hardware": g.hardware, "context_len": context,
                              "tpot_s": g.tpot_s, "tokens_per_s": g.tokens_per_s})
     return pd.DataFrame(rows, columns=["hardware", "context_len", "tpot_s", "tokens_per_s"])
+
+
+#: Plan columns the static reports (HTML, Markdown) show.
+PLAN_REPORT_COLUMNS = [("weight_precision", "weights"), ("kv_precision", "KV"), ("tp", "tp"),
+                       ("batch_size", "concurrent"), ("fits", "fits"),
+                       ("tokens_per_s", "tokens/s"), ("tpot_s", "TPOT"), ("ttft_s", "TTFT"),
+                       ("usd_per_million_tokens", "$ per 1M tokens")]
+
+
+def serving_html(g: GenerationPrediction, plan: pd.DataFrame, *, limit: int = 8) -> str:
+    """The serving section of the HTML report (escaped; times estimated)."""
+    import html
+
+    from .render import html_table
+
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in serving_lines(g, plan))
+    return (f"<h2>Serving (LLM generation)</h2><ul>{items}</ul>"
+            f"<h3>Serving plans (best first, top {min(limit, len(plan))} of {len(plan)}; "
+            "estimated)</h3>"
+            f'<div class="aa-scroll">{html_table(plan, PLAN_REPORT_COLUMNS, limit)}</div>')
+
+
+def serving_markdown(g: GenerationPrediction, plan: pd.DataFrame, *, limit: int = 8) -> str:
+    """The serving section of the Markdown report (times estimated)."""
+    from .render import markdown_table
+
+    return "\n".join(["## Serving (LLM generation)", "",
+                      *[f"- {line}" for line in serving_lines(g, plan)], "",
+                      f"Serving plans, best first (top {min(limit, len(plan))} of {len(plan)}; "
+                      "estimated):", "", markdown_table(plan, PLAN_REPORT_COLUMNS, limit), ""])
