@@ -391,7 +391,7 @@ class ServingView(_View):
 
     # --- drawing --------------------------------------------------------------------
     def _draw(self) -> None:
-        from ..costmodel.generation import default_kv_precision
+        from ..costmodel.generation import WEIGHT_PRECISIONS, default_kv_precision
         from ..viz import serving as serving_charts
 
         report, req = self._report, self.request()
@@ -403,6 +403,9 @@ class ServingView(_View):
                   for wp in set(plan["weight_precision"])}
         rows = plan[(plan["tp"] == g.tp)
                     & (plan["kv_precision"] == plan["weight_precision"].map(kv_for))]
+        # Lines and legend in the formats' own order (widest first), not the plan's.
+        rows = rows.sort_values("weight_precision", key=lambda c: c.map(WEIGHT_PRECISIONS.index),
+                                kind="stable")
         parts: list[W.Widget] = [self.controls, self.summary]
         parts.append(self.chart("throughput", lambda: serving_charts.throughput_chart(
             rows, current=g.batch_size,
