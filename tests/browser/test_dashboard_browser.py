@@ -7,6 +7,8 @@ Two scenarios in each front end:
   under the %advise cell;
 - a catalog GPU: a real click on the first "Insert below" button, the cell under the %advise
   cell holds that recommendation's code, and the clipboard fallback.
+And in JupyterLab, ``--mode generate`` on the built-in decoder: the Serving tab, its concurrency
+slider dragged, and an engine's code inserted.
 Screenshots (each tab; light and dark theme) go to artifacts/browser/.
 """
 
