@@ -12,8 +12,15 @@ from typing import Any
 
 from .codegen import CodeNames
 from .errors import InvalidArgumentError, ProfileOptionError, check_choice
-from .schema import HardwareSpec, ModelProfile, Prediction, Recommendation
-from .units import MODES, OPTIMIZERS, PRECISIONS
+from .schema import (
+    GenerationPrediction,
+    GenerationProfile,
+    HardwareSpec,
+    ModelProfile,
+    Prediction,
+    Recommendation,
+)
+from .units import ADVISE_MODES, MODES, OPTIMIZERS, PRECISIONS
 
 __all__ = ["Report", "advise", "check_profile_options", "profile_for_advice", "trace_precision"]
 
@@ -24,6 +31,21 @@ def _call_style(example_inputs: Any) -> str:
     if isinstance(example_inputs, (tuple, list)):
         return "star"
     return "positional"
+
+
+class _Serving:
+    """The generation side of a ``mode="generate"`` report: the captured GenerationProfile, the
+    model's Hub id for the generated code, and memoised answers (a dashboard asks the same
+    question again whenever a slider comes back)."""
+
+    def __init__(self, gp: GenerationProfile, model_id: str) -> None:
+        self.gp, self.model_id = gp, model_id
+        self._memo: dict[tuple, Any] = {}
+
+    def memo(self, key: tuple, make: Any) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
 
 class Report:
@@ -54,14 +76,22 @@ class Report:
         hardware, num_devices, precision, batch_size, seq_len, mode (as used).
     notes : list of str
         Explanations: impossible combinations, what would make the model fit.
+    generation : GenerationPrediction or None
+        ``mode="generate"`` only: :func:`aiadvisor.predict_generation` at the report's
+        defaults (see :meth:`generation_for`); None in the other modes.
+    serving : pandas.DataFrame or None
+        ``mode="generate"`` only: :func:`aiadvisor.plan_serving` on the report's device and
+        number of devices at the default request, best first.
     """
 
-    __slots__ = ("_advice", "_base", "_names", "_predictor", "_spec", "_specs")
+    __slots__ = ("_advice", "_base", "_names", "_predictor", "_serving", "_spec", "_specs")
 
     def __init__(self, *, advice: Any, base: ModelProfile, names: CodeNames, spec: HardwareSpec,
-                 specs: list[HardwareSpec], predictor: Any) -> None:
+                 specs: list[HardwareSpec], predictor: Any, serving: _Serving | None = None
+                 ) -> None:
         for name, value in (("_advice", advice), ("_base", base), ("_names", names),
-                            ("_spec", spec), ("_predictor", predictor), ("_specs", specs)):
+                            ("_spec", spec), ("_predictor", predictor), ("_serving", serving),
+                            ("_specs", specs)):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -88,7 +118,10 @@ class Report:
 
     @property
     def recommendations(self) -> list[Recommendation]:
-        return list(self._advice.recommendations)
+        """Tactics that fired; with ``mode="generate"`` the serving configurations come first
+        (:meth:`serving_recommendations`), then the tactics for the prompt forward."""
+        serving = self.serving_recommendations() if self._serving is not None else []
+        return serving + list(self._advice.recommendations)
 
     @property
     def prediction(self) -> Prediction | None:
@@ -104,7 +137,10 @@ class Report:
     def options(self) -> dict[str, Any]:
         """The options this report was computed with, resolved (e.g. the precision the advisor
         chose when none was given)."""
-        return dict(self._advice.options)
+        options = dict(self._advice.options)
+        if self._serving is not None:
+            options["mode"] = "generate"
+        return options
 
     @property
     def pinned_options(self) -> dict[str, Any]:
@@ -115,6 +151,149 @@ class Report:
     @property
     def notes(self) -> list[str]:
         return list(self._advice.notes)
+
+    # -- serving (mode="generate") -----------------------------------------------------------
+    @property
+    def generation_profile(self) -> GenerationProfile | None:
+        """The captured causal LM (``mode="generate"``), or None."""
+        return None if self._serving is None else self._serving.gp
+
+    def serving_defaults(self) -> dict[str, Any]:
+        """The request and formats :attr:`generation` answers: ``prompt_len`` (the example's
+        sequence length, capped so that prompt + output fit the model's positions),
+        ``output_len`` (128, capped the same way), ``batch_size`` 1 and ``weight_precision``
+        bf16 where the device runs it, else fp16, else fp32."""
+        from .recommend.serving import default_request, default_weight_precision
+
+        gp = self._serving_state().gp
+        prompt_len, output_len = default_request(gp)
+        return {"prompt_len": prompt_len, "output_len": output_len, "batch_size": 1,
+                "weight_precision": default_weight_precision(self._spec)}
+
+    def generation_for(self, *, prompt_len: int | None = None, output_len: int | None = None,
+                       batch_size: int | None = None, weight_precision: str | None = None,
+                       kv_precision: str | None = None) -> GenerationPrediction:
+        """:func:`aiadvisor.predict_generation` on the report's device and devices for another
+        request or format (None: :meth:`serving_defaults`); no re-trace, answers are kept.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The report was not made with ``mode="generate"``, or a value is not valid (see
+            :func:`aiadvisor.predict_generation`).
+        """
+        from .serving import predict_generation
+
+        serving = self._serving_state()
+        d = self.serving_defaults()
+        args = {"tp": self.serving_tp(),
+                "prompt_len": prompt_len or d["prompt_len"],
+                "output_len": output_len or d["output_len"],
+                "batch_size": batch_size or d["batch_size"],
+                "weight_precision": weight_precision or d["weight_precision"],
+                "kv_precision": kv_precision}
+        key = ("generation", self._spec.name, self.options["num_devices"],
+               *sorted(args.items()))
+        return serving.memo(key, lambda: predict_generation(
+            serving.gp, hardware=self._spec, num_devices=self.options["num_devices"], **args))
+
+    def serving_tp(self) -> int:
+        """Tensor-parallel degree of :attr:`generation`: the largest divisor of the number of
+        devices that also divides the model's KV heads (the rest are data-parallel replicas)."""
+        heads = self._serving_state().gp.kv.kv_heads
+        n = self.options["num_devices"]
+        return max(d for d in range(1, n + 1)
+                   if n % d == 0 and (heads is None or d == 1 or heads % d == 0))
+
+    @property
+    def generation(self) -> GenerationPrediction | None:
+        return None if self._serving is None else self.generation_for()
+
+    def serving_plan(self, *, prompt_len: int | None = None, output_len: int | None = None):
+        """:func:`aiadvisor.plan_serving` on the report's device and devices for a request
+        (None: :meth:`serving_defaults`), best first; answers are kept."""
+        from .serving import plan_serving
+
+        serving = self._serving_state()
+        d = self.serving_defaults()
+        prompt_len, output_len = prompt_len or d["prompt_len"], output_len or d["output_len"]
+        key = ("plan", self._spec.name, self.options["num_devices"], prompt_len, output_len)
+        return serving.memo(key, lambda: plan_serving(
+            serving.gp, hardware=self._spec, num_devices=self.options["num_devices"],
+            prompt_len=prompt_len, output_len=output_len))
+
+    @property
+    def serving(self):
+        return None if self._serving is None else self.serving_plan()
+
+    def serving_recommendations(self, *, prompt_len: int | None = None,
+                                output_len: int | None = None) -> list[Recommendation]:
+        """Engine configurations with code (vLLM, TGI, TensorRT-LLM, transformers) from
+        :meth:`serving_plan`'s best rows, each with its estimated tokens/s and TPOT."""
+        from .recommend.serving import serving_recommendations
+
+        serving = self._serving_state()
+        d = self.serving_defaults()
+        prompt_len, output_len = prompt_len or d["prompt_len"], output_len or d["output_len"]
+        plan = self.serving_plan(prompt_len=prompt_len, output_len=output_len)
+        key = ("recommendations", self._spec.name, self.options["num_devices"], prompt_len,
+               output_len)
+        baseline = self._eager_baseline(prompt_len, output_len)
+        return list(serving.memo(key, lambda: serving_recommendations(
+            plan, names=self._names, model_id=serving.model_id, prompt_len=prompt_len,
+            output_len=output_len, baseline_tokens_per_s=baseline.tokens_per_s)))
+
+    def _eager_baseline(self, prompt_len: int, output_len: int) -> GenerationPrediction:
+        """Plain eager transformers ``generate``, one user, 16-bit weights, one device: what
+        the serving recommendations' speedups are measured against."""
+        from .serving import predict_generation
+
+        serving = self._serving_state()
+        weights = self.serving_defaults()["weight_precision"]
+        key = ("eager", self._spec.name, prompt_len, output_len, weights)
+        return serving.memo(key, lambda: predict_generation(
+            serving.gp, hardware=self._spec, num_devices=1, weight_precision=weights,
+            prompt_len=prompt_len, output_len=output_len, engine="eager"))
+
+    def serving_devices(self, count: int = 3) -> list[HardwareSpec]:
+        """The target device, then the hardware ranking's first ``count`` other devices with a
+        memory and bandwidth figure (what a TPOT-vs-context chart compares)."""
+        self._serving_state()
+        by_name = {s.name: s for s in self._specs}
+        out = [self._spec]
+        for name in self.hardware["hardware"]:
+            spec = by_name.get(name)
+            if len(out) > count:
+                break
+            if spec and spec.name != self._spec.name and spec.memory_gb and spec.memory_bw_gbs:
+                out.append(spec)
+        return out
+
+    def serving_context_curves(self, *, output_len: int, batch_size: int,
+                               weight_precision: str, kv_precision: str | None = None):
+        """TPOT against prompt length on :meth:`serving_devices` (see
+        :func:`aiadvisor.recommend.serving.context_curves`); answers are kept."""
+        from .recommend.serving import context_curves, context_points
+
+        serving = self._serving_state()
+        tp = self.serving_tp()
+        specs = self.serving_devices()
+        contexts = context_points(serving.gp.max_positions, output_len=output_len,
+                                  current=self.serving_defaults()["prompt_len"])
+        key = ("context", tuple(s.name for s in specs), self.options["num_devices"], tp,
+               output_len, batch_size, weight_precision, kv_precision)
+        return serving.memo(key, lambda: context_curves(
+            serving.gp, specs, num_devices=self.options["num_devices"], tp=tp,
+            weight_precision=weight_precision, kv_precision=kv_precision,
+            batch_size=batch_size, output_len=output_len, contexts=contexts))
+
+    def _serving_state(self) -> _Serving:
+        if self._serving is None:
+            raise InvalidArgumentError(
+                f"this report was made with mode={self._advice.options['mode']!r}: serving "
+                "figures need mode='generate' (aa.advise(model, x, mode='generate')), or call "
+                "aa.predict_generation / aa.plan_serving directly.")
+        return self._serving
 
     # -- recompute ---------------------------------------------------------------------------
     def with_options(self, **changes: Any) -> Report:
@@ -143,7 +322,7 @@ class Report:
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
                          names=self._names, predictor=self._predictor)
         return Report(advice=advice, base=self._base, names=self._names, spec=spec,
-                      specs=self._specs, predictor=self._predictor)
+                      specs=self._specs, predictor=self._predictor, serving=self._serving)
 
     # -- renderings --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +341,9 @@ class Report:
             "parallel_advice": self.parallel.attrs.get("advice", ""),
             "hardware_note": self.hardware.attrs.get("precision_note", ""),
         }
+        if self._serving is not None:
+            data["generation"] = dataclasses.asdict(self.generation)
+            data["serving"] = self.serving.to_dict(orient="records")
         return _json_safe(data)
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -171,23 +353,42 @@ class Report:
     def to_markdown(self) -> str:
         from .recommend.render import to_markdown
 
-        return to_markdown(self)
+        text = to_markdown(self)
+        if self._serving is None:
+            return text
+        from .recommend.serving import serving_markdown
+
+        return text + "\n" + serving_markdown(self.generation, self.serving)
 
     def _repr_html_(self) -> str:
         from .recommend.render import to_html
 
-        return to_html(self)
+        page = to_html(self)
+        if self._serving is None:
+            return page
+        from .recommend.serving import serving_html
+
+        # Inside the report's own block (its last tag closes it), so its styles apply.
+        body, closing = page.rsplit("</div>", 1)
+        return body + serving_html(self.generation, self.serving) + "</div>" + closing
 
     def __str__(self) -> str:
         from .recommend.render import to_text
 
-        return to_text(self)
+        text = to_text(self)
+        if self._serving is None:
+            return text
+        from .recommend.serving import serving_lines
+
+        section = ["", "Serving (LLM generation)", "------------------------",
+                   *serving_lines(self.generation, self.serving)]
+        return text + "\n" + "\n".join(section)
 
     def __repr__(self) -> str:
-        o = self._advice.options
+        o = self.options
         return (f"<aiadvisor.Report {self.profile.model_name}: {o['mode']} on "
                 f"{o['num_devices']} x {o['hardware']} ({o['precision']}), "
-                f"{len(self._advice.recommendations)} recommendations>")
+                f"{len(self.recommendations)} recommendations>")
 
 
 def _json_safe(value: Any) -> Any:
@@ -223,17 +424,22 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
 
     Parameters
     ----------
-    model : torch.nn.Module or ModelProfile
+    model : torch.nn.Module, ModelProfile or GenerationProfile
         The live model (profiled once, on fake tensors), or an already captured profile from
         :func:`profile_for_advice` or :func:`aiadvisor.profile`. A profile's step is fixed:
         ``mode``, ``optimizer`` and ``measure`` are the ones it was captured with (leave them
         None), a different value raises :class:`~aiadvisor.errors.ProfileOptionError`, and
-        ``example_inputs`` only tells the generated code how the model is called.
+        ``example_inputs`` only tells the generated code how the model is called. A
+        :class:`~aiadvisor.schema.GenerationProfile` (:func:`aiadvisor.profile_generation`)
+        advises with ``mode="generate"``.
     example_inputs : Tensor, tuple or dict
         One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
-    mode : {"train", "infer"}, optional
+    mode : {"train", "infer", "generate"}, optional
         The step to profile (None: ``"train"`` for a live model, the profile's own for a
-        profile).
+        profile). ``"generate"`` captures a causal LM for serving
+        (:func:`aiadvisor.profile_generation`): the tabs show its prompt forward (an inference
+        profile), and ``report.generation`` / ``report.serving`` answer how it generates on
+        the target (see :meth:`Report.serving_defaults`).
     hardware : str, HardwareSpec or None
         A catalog name, a spec, ``"local"`` (benchmarked), or None for the attached device.
     num_devices : int, optional
@@ -266,6 +472,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     ProfileOptionError
         ``model`` is a profile and ``mode``, ``optimizer`` or ``measure`` asks for another
         step than the one it captured (profile again with those options).
+    NotACausalLMError
+        ``mode="generate"`` and the model is not a causal LM that takes token ids.
 
     Examples
     --------
@@ -284,7 +492,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
                "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour}
     check_options(options)
-    if isinstance(model, ModelProfile):
+    serving = None
+    if mode is not None:
+        check_choice("mode", mode, ADVISE_MODES)
+    if mode == "generate" or isinstance(model, GenerationProfile):
+        serving = _serving_for(model, example_inputs, mode=mode, optimizer=optimizer,
+                               measure=measure, model_name=model_name)
+        base = serving.gp.prefill
+    elif isinstance(model, ModelProfile):
         base = model
         check_profile_options(base, mode=mode, optimizer=optimizer, measure=measure)
     else:
@@ -297,7 +512,44 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     advice = compute(base, spec=spec, specs=specs, options=options, names=names,
                      predictor=predictor)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
-                  predictor=predictor)
+                  predictor=predictor, serving=serving)
+
+
+def _serving_for(model: Any, example_inputs: Any, *, mode: str | None, optimizer: str | None,
+                 measure: bool | None, model_name: str) -> _Serving:
+    """The generation capture of ``model`` (or ``model`` itself when it is one)."""
+    if isinstance(model, GenerationProfile) and mode not in (None, "generate"):
+        _mismatch("mode", mode, "generate", fix="pass the live model to profile another step")
+    if isinstance(model, ModelProfile):
+        raise ProfileOptionError(
+            f"mode='generate' needs the causal LM itself or aa.profile_generation(model, x)'s "
+            f"result, not a ModelProfile (captured with mode={model.mode!r}): generation reads "
+            "the KV cache from a traced forward. Pass the model, or omit mode= for this profile.")
+    if optimizer not in (None, "none"):
+        raise ProfileOptionError(
+            f"optimizer={optimizer!r} does not apply to mode='generate': serving runs no "
+            "optimizer. Expected optimizer=None or 'none'.")
+    if _check_measure(measure):
+        raise ProfileOptionError(
+            "measure=True is not valid with mode='generate': serving figures are estimated. "
+            "Expected measure=None or False; aa.verify(model, x, mode='infer') times the prompt "
+            "forward.")
+    if isinstance(model, GenerationProfile):
+        return _Serving(model, model_id="")
+    return _Serving(profile_for_advice(model, example_inputs, mode="generate",
+                                       model_name=model_name), model_id=hub_id(model))
+
+
+def hub_id(model: Any) -> str:
+    """The model's Hugging Face Hub id (``model.config._name_or_path``), or "" when it has none
+    (a model built from a config, or not a transformers model).
+
+    >>> from types import SimpleNamespace as NS
+    >>> hub_id(NS(config=NS(_name_or_path="meta-llama/Llama-3.1-8B"))), hub_id(object())
+    ('meta-llama/Llama-3.1-8B', '')
+    """
+    name = getattr(getattr(model, "config", None), "_name_or_path", "")
+    return name if isinstance(name, str) else ""
 
 
 def check_profile_options(prof: ModelProfile, *, mode: str | None, optimizer: str | None,
@@ -350,7 +602,8 @@ def _check_measure(measure: bool | None) -> bool:
 
 def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
                        precision: str | None = None, optimizer: str = "adamw",
-                       measure: bool = False, model_name: str = "model") -> ModelProfile:
+                       measure: bool = False, model_name: str = "model"
+                       ) -> ModelProfile | GenerationProfile:
     """Trace the step :func:`advise` would trace, without advising yet.
 
     ``advise(model, x, ...)`` is ``advise(profile_for_advice(model, x, ...), x, ...)``: the
@@ -362,7 +615,9 @@ def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
     model : torch.nn.Module
     example_inputs : Tensor, tuple or dict
         One batch, as the model is called (see :func:`advise`).
-    mode : {"train", "infer"}
+    mode : {"train", "infer", "generate"}
+        ``"generate"`` returns :func:`aiadvisor.profile_generation`'s capture (token ids of
+        the example's shape; ``precision``, ``optimizer`` and ``measure`` do not apply).
     precision : str, optional
         The precision the model runs in now, as given to :func:`advise` (None: fp32). It is
         traced in that precision; training in fp8 or a weight-only format (int8, int4, nf4) is
@@ -378,7 +633,7 @@ def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
 
     Returns
     -------
-    ModelProfile
+    ModelProfile, or GenerationProfile for ``mode="generate"``
 
     Examples
     --------
@@ -388,7 +643,11 @@ def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
     >>> advise(prof, x, hardware="H100 SXM").profile.batch_size
     32
     """
-    check_choice("mode", mode, MODES)
+    check_choice("mode", mode, ADVISE_MODES)
+    if mode == "generate":
+        from .serving import profile_generation
+
+        return profile_generation(model, example_inputs, model_name=model_name)
     check_choice("optimizer", optimizer, OPTIMIZERS)
     if precision is not None:
         check_choice("precision", precision, PRECISIONS)

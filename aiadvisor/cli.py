@@ -15,10 +15,11 @@ import sys
 from collections.abc import Sequence
 
 from .errors import AIAdvisorError
-from .units import MODES, PRECISIONS
+from .units import ADVISE_MODES, MODES, PRECISIONS
 
 
-def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | None) -> None:
+def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | None,
+                       modes: tuple[str, ...] = ADVISE_MODES) -> None:
     from . import examples
 
     parser.add_argument("--model", default=default_model, required=default_model is None,
@@ -26,7 +27,9 @@ def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | 
     parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
     parser.add_argument("--seq", type=int, default=None,
                         help="sequence length (decoders; default 512 or the model's maximum)")
-    parser.add_argument("--mode", choices=MODES, default="train")
+    parser.add_argument("--mode", choices=modes, default="train",
+                        help="train, infer" + (", or generate (a decoder's serving: prefill, "
+                                               "decode, KV cache)" if "generate" in modes else ""))
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="default: the best the device supports")
     parser.add_argument("--hardware", default=None,
@@ -45,7 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="full report for a built-in example model")
     _add_model_options(report, default_model=None)
     prof = sub.add_parser("profile", help="profile only (FLOPs, bytes, memory)")
-    _add_model_options(prof, default_model="tiny-gpt")
+    _add_model_options(prof, default_model="tiny-gpt", modes=MODES)
     hardware_cli.add_arguments(sub.add_parser("hardware", help="hardware catalog and device"))
     calibrate = sub.add_parser(
         "calibrate", help="time matmuls, bandwidth and an op grid on the attached device; "

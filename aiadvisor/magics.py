@@ -20,7 +20,7 @@ from IPython.utils.process import arg_split
 from traitlets import Bool, CaselessStrEnum, Integer, TraitError, Unicode
 
 from .errors import AIAdvisorError, InvalidArgumentError, close_matches
-from .units import MODES, PRECISIONS
+from .units import ADVISE_MODES, MODES, PRECISIONS
 
 __all__ = ["Advisor", "ConfigValueError", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -120,9 +120,10 @@ class Advisor(Magics):
     and the choices (``%config`` shows it as an error line; the setting keeps its value).
     """
 
-    default_mode = CheckedEnum(MODES, default_value="train", config=True,
-                           expected=_choices(MODES),
-                           help="Mode used when --mode is not given: 'train' or 'infer'.")
+    default_mode = CheckedEnum(ADVISE_MODES, default_value="train", config=True,
+                           expected=_choices(ADVISE_MODES),
+                           help="Mode used when --mode is not given: 'train', 'infer' or "
+                                "'generate' (LLM serving).")
     default_hardware = HardwareName("", config=True,
                                      expected="a catalog name (e.g. 'NVIDIA H100 SXM'), 'local' "
                                               "or '' (the attached device)",
@@ -173,7 +174,8 @@ class Advisor(Magics):
     @argument("inputs", nargs="?",
               help="Name of an example batch: a tensor, a tuple of arguments or a dict of "
                    "keyword arguments.")
-    @argument("--mode", help="'train' (forward, backward, optimizer) or 'infer'.")
+    @argument("--mode", help="'train' (forward, backward, optimizer), 'infer', or 'generate' "
+              "(a causal LM's serving: prefill, decode, KV cache; adds the Serving tab).")
     @argument("--batch", type=int, metavar="N", help="Batch size to advise for (default: the "
               "example's).")
     @argument("--seq", type=int, metavar="N", help="Sequence length to advise for (default: the "
@@ -203,6 +205,7 @@ class Advisor(Magics):
 
             %advise model x
             %advise model batch --mode infer --hardware "NVIDIA H100 SXM" --devices 8
+            %advise llm input_ids --mode generate --hardware "NVIDIA L4"   # serving
             %advise --insert 2          # code of recommendation 2 in a new cell below
             %advise --verify --precision bf16   # after applying bf16 autocast: measure it
             %config Advisor.default_mode = "infer"
@@ -259,6 +262,8 @@ class Advisor(Magics):
         model = self._lookup(model_name, "MODEL")
         inputs = self._lookup(inputs_name, "INPUTS")
         mode = args.mode or last.get("mode") or self.default_mode
+        if mode == "generate":  # what runs for real is the prompt forward: an inference step
+            mode = "infer"
         if mode not in MODES:
             raise UsageError(_choice_message("--mode", mode, MODES))
         precision = (args.precision or last.get("precision") or self.default_precision
@@ -304,8 +309,8 @@ class Advisor(Magics):
 
     def _options(self, args: Any) -> dict[str, Any]:
         mode = args.mode if args.mode is not None else self.default_mode
-        if mode not in MODES:
-            raise UsageError(_choice_message("--mode", mode, MODES))
+        if mode not in ADVISE_MODES:
+            raise UsageError(_choice_message("--mode", mode, ADVISE_MODES))
         precision = args.precision if args.precision is not None else self.default_precision
         if precision and precision.lower() not in PRECISIONS:
             raise UsageError(_choice_message("--precision", precision, PRECISIONS))

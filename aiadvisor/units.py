@@ -41,6 +41,9 @@ WEIGHT_BYTES = {p: bits / 8 for p, bits in WEIGHT_BITS.items()}
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
 MODES = ("train", "infer")
+#: Modes ``advise`` and ``%advise`` take: the profiled steps, and ``generate`` (LLM prefill +
+#: decode, captured with ``aa.profile_generation``; its prompt forward is an ``infer`` profile).
+ADVISE_MODES = (*MODES, "generate")
 OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "none")
 
 #: (tensors of optimizer traffic, FLOPs) per trainable element in one ``step()`` (torch.optim

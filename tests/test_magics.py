@@ -100,7 +100,8 @@ def test_unknown_option_suggests_the_close_option(ip):
 
 @pytest.mark.parametrize(("line", "expected"), [
     ("%advise model x --mode trian",
-     "--mode 'trian' is not valid: expected one of train, infer. Did you mean 'train'?"),
+     ("--mode 'trian' is not valid: expected one of train, infer, generate. Did you mean "
+      "'train'?")),
     ("%advise model x --precision bf61",
      ("--precision 'bf61' is not valid: expected one of fp32, tf32, bf16, fp16, fp8, int8, "
       "int4, nf4. Did you mean 'bf16'?")),
@@ -143,9 +144,9 @@ _PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf
 
 @pytest.mark.parametrize(("line", "expected"), [
     ('default_mode = "serve"', "Advisor.default_mode='serve' is not valid: expected one of "
-                               "'train', 'infer'."),
+                               "'train', 'infer', 'generate'."),
     ('default_mode = 3', "Advisor.default_mode=3 is not valid: expected one of 'train', "
-                         "'infer'."),
+                         "'infer', 'generate'."),
     ('default_precision = "bf17"', f"Advisor.default_precision='bf17' is not valid: expected "
                                    f"one of {_PRECISION_CHOICES} or '' (let the advisor "
                                    "choose). Did you mean 'bf16'?"),
@@ -430,3 +431,31 @@ def test_verify_errors_are_one_line(ip):
     message = run_error(ip, "%advise lin batch --verify --precision int8")
     assert message.startswith("precision='int8' cannot be verified")
     assert "\n" not in message
+
+
+# --- mode generate: a causal LM's serving ------------------------------------------------------
+def test_advise_generate_shows_the_serving_answer(ip):
+    from IPython.utils.capture import capture_output
+
+    from aiadvisor import examples
+
+    llm, ids = examples.build("tiny-gpt")
+    ip.user_ns.update(llm=llm, ids=ids)
+    ip.run_cell("%config Advisor.default_mode = 'generate'")
+    with capture_output() as captured:
+        ip.run_cell('%advise llm ids --hardware "NVIDIA L4"')
+    report = ip.find_magic("advise").__self__.last_view
+    assert report.options["mode"] == "generate"
+    (bundle,) = [o.data for o in captured.outputs]
+    assert "Serving (LLM generation)" in bundle["text/plain"]
+    # --insert 1 is the best serving configuration's code (vLLM), in the user's names.
+    ip.run_cell("%advise --insert 1")
+    assert ip.rl_next_input == report.recommendations[0].code
+    assert "from vllm import LLM" in ip.rl_next_input and "llm.save_pretrained" in ip.rl_next_input
+
+
+def test_advise_generate_on_a_model_that_is_no_lm_is_one_line(ip):
+    ip.user_ns.update(net=torch.nn.Linear(8, 8), batch=torch.randn(2, 8))
+    message = run_error(ip, '%advise net batch --mode generate --hardware "NVIDIA L4"')
+    assert message.startswith("Linear has no token embedding")
+    assert "generation needs a causal LM" in message and "\n" not in message

@@ -605,6 +605,104 @@ def distillation_loss(student_logits, teacher_logits, temperature=$v_temperature
     return F.kl_div(log_student, soft_teacher, reduction="batchmean") * temperature**2
 '''
 
+_SERVING_MODEL = '''\
+model_id = $v_model_id
+if $v_save_first:  # $model.config names no Hub id: save the live model (and its tokenizer) here
+    $model.save_pretrained(model_id)
+'''
+
+_ESTIMATE = '''\
+# aiadvisor's estimate for this configuration (predicted, not measured):
+estimate = {"tokens_per_s": $v_tokens_per_s, "tpot_s": $v_tpot_s}
+'''
+
+SERVE_VLLM = '''\
+# Assumes: $model is a Hugging Face causal LM. pip install vllm (NVIDIA/AMD GPU).
+# quantization "awq"/"gptq" load a checkpoint quantized that way (e.g. the model's -AWQ or
+# -GPTQ repo); "fp8" and "bitsandbytes" quantize the 16-bit weights while loading.
+from vllm import LLM, SamplingParams
+
+''' + _SERVING_MODEL + _ESTIMATE + '''\
+engine = LLM(
+    model=model_id,
+    dtype=$v_dtype,
+    tensor_parallel_size=$v_tp,
+    quantization=$v_quantization,
+    kv_cache_dtype=$v_kv_cache_dtype,
+    max_num_seqs=$v_max_num_seqs,
+    max_model_len=$v_max_model_len,
+    gpu_memory_utilization=0.9,
+)
+outputs = engine.generate(["Hello, my name is"], SamplingParams(max_tokens=$v_max_tokens))
+print(outputs[0].outputs[0].text)
+'''
+
+SERVE_VLLM_SERVER = '''\
+# Assumes: $model is a Hugging Face causal LM. pip install vllm (NVIDIA/AMD GPU).
+# Starts `vllm serve` (an OpenAI-compatible server on port 8000) from the notebook; the same
+# command runs in a terminal. Stop it with server.terminate().
+import shlex
+import subprocess
+
+''' + _SERVING_MODEL + _ESTIMATE + '''\
+flags = $v_flags
+command = ["vllm", "serve", model_id, *flags]
+print(shlex.join(command))
+server = subprocess.Popen(command)
+'''
+
+SERVE_TGI = '''\
+# Assumes: $model is a Hugging Face causal LM and TGI's launcher is installed (or run the same
+# flags in its container: docker run --gpus all ghcr.io/huggingface/text-generation-inference
+# --model-id ...). --quantize awq needs an AWQ checkpoint; fp8, eetq and bitsandbytes-nf4
+# quantize while loading. Stop it with server.terminate().
+import shlex
+import subprocess
+
+''' + _SERVING_MODEL + _ESTIMATE + '''\
+flags = $v_flags
+command = ["text-generation-launcher", "--model-id", model_id, *flags]
+print(shlex.join(command))
+server = subprocess.Popen(command)
+'''
+
+SERVE_TENSORRT_LLM = '''\
+# Assumes: $model is a Hugging Face causal LM. pip install tensorrt_llm (NVIDIA GPU).
+# QuantConfig quantizes a 16-bit checkpoint when the engine is built; a checkpoint already
+# quantized by NVIDIA Model Optimizer (e.g. nvidia/...-FP8) needs no quant_config.
+from tensorrt_llm import LLM, SamplingParams
+from tensorrt_llm.llmapi import KvCacheConfig, QuantAlgo, QuantConfig
+
+''' + _SERVING_MODEL + _ESTIMATE + '''\
+quant_algo = $v_quant_algo
+engine = LLM(
+    model=model_id,
+    tensor_parallel_size=$v_tp,
+    quant_config=QuantConfig(quant_algo=QuantAlgo[quant_algo]) if quant_algo else None,
+    kv_cache_config=KvCacheConfig(dtype=$v_kv_dtype),
+    max_batch_size=$v_max_batch_size,
+)
+outputs = engine.generate(["Hello, my name is"], SamplingParams(max_tokens=$v_max_tokens))
+print(outputs[0].outputs[0].text)
+'''
+
+GENERATE_STATIC_COMPILED = '''\
+# Assumes: $model is a Hugging Face causal LM on the GPU and $inputs its token ids (a tensor,
+# or the tokenizer's dict). A static KV cache keeps every decode step the same shape, so
+# torch.compile (mode="reduce-overhead": CUDA graphs) captures it once and replays it.
+import torch
+
+''' + _ESTIMATE + '''\
+$model.to(dtype=getattr(torch, $v_dtype)).eval()
+$model.generation_config.cache_implementation = "static"
+$model.forward = torch.compile($model.forward, mode="reduce-overhead", fullgraph=True)
+with torch.inference_mode():
+    output_ids = $model.generate(
+        *$args, **($kwargs or {}), max_new_tokens=$v_max_new_tokens, do_sample=False,
+        cache_implementation="static",
+    )
+'''
+
 SNIPPETS: dict[str, Snippet] = {
     "tf32": Snippet(template=TF32),
     "autocast_train": Snippet(template=AUTOCAST_TRAIN),
@@ -635,6 +733,15 @@ SNIPPETS: dict[str, Snippet] = {
                                requires=("transformers", "bitsandbytes"), needs_cuda=True),
     "sparsity_24": Snippet(template=SPARSITY_24, needs_cuda=True),
     "serving": Snippet(template=SERVING, requires=("vllm",), needs_cuda=True),
+    "serve_vllm": Snippet(template=SERVE_VLLM, requires=("vllm",), needs_cuda=True),
+    "serve_vllm_server": Snippet(template=SERVE_VLLM_SERVER, requires=("vllm",),
+                                 needs_cuda=True),
+    "serve_tgi": Snippet(template=SERVE_TGI, requires=("text-generation-inference",),
+                         needs_cuda=True),
+    "serve_tensorrt_llm": Snippet(template=SERVE_TENSORRT_LLM, requires=("tensorrt_llm",),
+                                  needs_cuda=True),
+    "generate_static_compiled": Snippet(template=GENERATE_STATIC_COMPILED,
+                                        requires=("transformers",), needs_cuda=True),
     "onnx_export": Snippet(template=ONNX_EXPORT, requires=("onnx", "onnxscript", "onnxruntime")),
     "distill_prune": Snippet(template=DISTILL_PRUNE),
 }

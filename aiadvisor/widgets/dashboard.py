@@ -21,7 +21,7 @@ from ..errors import AIAdvisorError
 from ..units import PRECISIONS, fmt_seconds
 from .charts import quick_charts
 from .html import ESTIMATED, note
-from .views import VIEWS
+from .views import VIEWS, views_for
 
 __all__ = ["Dashboard"]
 
@@ -56,7 +56,8 @@ def _powers_of_two(value: int, *, low: int, high: int) -> list[int]:
 
 
 class Dashboard(W.VBox):
-    """Tabs Profile, Hardware, Precision, Parallelism and Recommendations for one report.
+    """Tabs Profile, Hardware, Precision, Parallelism and Recommendations for one report, and
+    Serving (opened first) for a ``mode="generate"`` report.
 
     Parameters
     ----------
@@ -75,9 +76,12 @@ class Dashboard(W.VBox):
         self.errors = W.Output(layout=W.Layout(max_height="240px", overflow="auto"))
         self.header = W.HTML()
         self._make_controls(report)
-        self.views = [view(self) for view in VIEWS]
+        self.views = [view(self) for view in views_for(report)]
         self._stale = set(range(len(self.views)))
-        self.tabs = W.Tab(children=[v.box for v in self.views], titles=TAB_TITLES)
+        self.tabs = W.Tab(children=[v.box for v in self.views],
+                          titles=[v.title for v in self.views])
+        if len(self.views) > len(VIEWS):  # mode="generate": open on the serving answer
+            self.tabs.selected_index = len(self.views) - 1
         self.tabs.observe(self._on_tab, names="selected_index")
         controls = W.HBox([self.batch, self.seq, self.devices, self.precision, self.hardware],
                           layout=W.Layout(flex_flow="row wrap"))

@@ -6,6 +6,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from ..errors import AIAdvisorError
 from ..units import fmt_bytes, fmt_flops, fmt_seconds
 from ..viz import plans as plan_charts
 from ..viz import profile as profile_charts
@@ -13,7 +14,7 @@ from . import html as H
 from .charts import DashboardChart
 from .insert import InsertCellButton
 
-__all__ = ["VIEWS"]
+__all__ = ["VIEWS", "ServingView", "views_for"]
 
 
 class _View:
@@ -270,4 +271,211 @@ class RecommendationsView(_View):
         self.box.children = boxes
 
 
+
+
+def _lengths(value: int, *, low: int, high: int) -> list[int]:
+    """Powers of two from ``low`` to ``high``, plus ``value`` and ``high`` themselves."""
+    out, n = {value, high}, low
+    while n < high:
+        out.add(n)
+        n *= 2
+    return sorted(v for v in out if v <= max(high, value))
+
+
+CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: The KV dropdown's entry for the engine's default cache format (the model's 16-bit dtype).
+AUTO_KV = "auto"
+
+
+class ServingView(_View):
+    """LLM serving (``mode="generate"``): request and format controls, the predicted figures,
+    tokens/s against concurrency, TPOT against context per device, the plan and engine code.
+
+    The controls answer from the captured generation profile (no re-trace); plans and curves
+    are kept by the report, so returning to a setting costs nothing.
+    """
+
+    title = "Serving"
+    COLUMNS = (("weight_precision", "weights"), ("kv_precision", "KV cache"), ("tp", "tp"),
+               ("batch_size", "concurrent"), ("fits", "fits"), ("tokens_per_s", "tokens/s"),
+               ("tokens_per_s_per_user", "tokens/s per user"), ("tpot_s", "TPOT"),
+               ("ttft_s", "TTFT"), ("max_batch", "max concurrency"),
+               ("usd_per_million_tokens", "$ per 1M tokens"), ("bound", "bound"))
+    TABLE_ROWS = 16
+
+    def __init__(self, dashboard: Any) -> None:
+        super().__init__(dashboard)
+        report = dashboard.report
+        d = report.serving_defaults()
+        limit = report.generation_profile.max_positions
+        style = {"description_width": "initial"}
+        self.prompt = W.SelectionSlider(
+            options=_lengths(d["prompt_len"], low=16, high=(limit - 1) if limit else 32768),
+            value=d["prompt_len"], description="prompt tokens", continuous_update=False,
+            style=style)
+        self.output = W.SelectionSlider(
+            options=_lengths(d["output_len"], low=16,
+                             high=min(4096, limit - 1) if limit else 4096),
+            value=d["output_len"], description="output tokens", continuous_update=False,
+            style=style)
+        self.concurrency = W.SelectionSlider(options=list(CONCURRENCY), value=1,
+                                             description="concurrent sequences",
+                                             continuous_update=False, style=style)
+        self.weights = W.Dropdown(options=[d["weight_precision"]], value=d["weight_precision"],
+                                  description="weights", style=style,
+                                  layout=W.Layout(width="170px"))
+        self.kv = W.Dropdown(options=[AUTO_KV], value=AUTO_KV, description="KV cache",
+                             style=style, layout=W.Layout(width="170px"))
+        self._syncing = False
+        for control in self._controls():
+            control.observe(self._on_change, names="value")
+        self.controls = W.HBox(list(self._controls()), layout=W.Layout(flex_flow="row wrap"))
+        self.controls.add_class("aiadvisor-controls")
+        self.summary = W.HTML()
+        self.cards: list[tuple[W.HTML, InsertCellButton, W.VBox]] = []
+        self._report: Any = None
+
+    def _controls(self) -> tuple[W.Widget, ...]:
+        return (self.prompt, self.output, self.concurrency, self.weights, self.kv)
+
+    # --- state ----------------------------------------------------------------------
+    def request(self) -> dict[str, Any]:
+        """The controls as :meth:`aiadvisor.Report.generation_for` arguments."""
+        kv = None if self.kv.value == AUTO_KV else self.kv.value
+        return {"prompt_len": self.prompt.value, "output_len": self.output.value,
+                "batch_size": self.concurrency.value, "weight_precision": self.weights.value,
+                "kv_precision": kv}
+
+    def _set(self, control: W.Widget, value: Any) -> None:
+        self._syncing = True
+        try:
+            control.value = value
+        finally:
+            self._syncing = False
+
+    def _sync_formats(self, plan: Any) -> None:
+        """Weight and KV formats the target runs (the plan's), keeping the choice if it can."""
+        from ..costmodel.generation import KV_PRECISIONS, WEIGHT_PRECISIONS
+
+        default = self._report.serving_defaults()["weight_precision"]
+        weights = [p for p in WEIGHT_PRECISIONS if p in set(plan["weight_precision"])] or [default]
+        kvs = [AUTO_KV, *(p for p in KV_PRECISIONS if p in set(plan["kv_precision"]))]
+        self._syncing = True
+        try:
+            for control, options, fallback in ((self.weights, weights, default),
+                                               (self.kv, kvs, AUTO_KV)):
+                if list(control.options) != options:
+                    current = control.value
+                    control.options = options
+                    control.value = current if current in options else fallback
+        finally:
+            self._syncing = False
+
+    # --- callbacks ------------------------------------------------------------------
+    def _on_change(self, change: dict) -> None:
+        if self._syncing or self._report is None:
+            return
+        with self.dashboard._errors_shown():
+            self.dashboard.errors.outputs = ()
+            try:
+                self._draw()
+            except AIAdvisorError:
+                self._set(change["owner"], change["old"])  # e.g. prompt + output too long
+                raise
+
+    def render(self, report: Any) -> None:
+        self._report = report
+        self._sync_formats(report.serving_plan(prompt_len=self.prompt.value,
+                                               output_len=self.output.value))
+        self._draw()
+
+    # --- drawing --------------------------------------------------------------------
+    def _draw(self) -> None:
+        from ..costmodel.generation import WEIGHT_PRECISIONS, default_kv_precision
+        from ..viz import serving as serving_charts
+
+        report, req = self._report, self.request()
+        g = report.generation_for(**req)
+        plan = report.serving_plan(prompt_len=req["prompt_len"], output_len=req["output_len"])
+        self.summary.value = _serving_summary_html(g)
+        spec = report.hardware_spec
+        kv_for = {wp: req["kv_precision"] or default_kv_precision(spec, wp)
+                  for wp in set(plan["weight_precision"])}
+        rows = plan[(plan["tp"] == g.tp)
+                    & (plan["kv_precision"] == plan["weight_precision"].map(kv_for))]
+        # Lines and legend in the formats' own order (widest first), not the plan's.
+        rows = rows.sort_values("weight_precision", key=lambda c: c.map(WEIGHT_PRECISIONS.index),
+                                kind="stable")
+        parts: list[W.Widget] = [self.controls, self.summary]
+        parts.append(self.chart("throughput", lambda: serving_charts.throughput_chart(
+            rows, current=g.batch_size,
+            subtitle=f"prompt {g.prompt_len} + output {g.output_len} tokens, KV "
+                     f"{req['kv_precision'] or 'auto'}, tp {g.tp}"),
+            inputs=(_frame_key(rows), g.batch_size)))
+        curves = report.serving_context_curves(
+            output_len=req["output_len"], batch_size=req["batch_size"],
+            weight_precision=req["weight_precision"], kv_precision=req["kv_precision"])
+        parts.append(self.chart("context", lambda: serving_charts.tpot_context_chart(
+            curves, highlight=spec.name, current=g.prompt_len,
+            subtitle=f"{g.weight_precision} weights, {g.batch_size} concurrent, output "
+                     f"{g.output_len} tokens"),
+            inputs=(_frame_key(curves), g.prompt_len, spec.name)))
+        head = plan.head(self.TABLE_ROWS)
+        mine = (g.weight_precision, g.kv_precision, g.tp, g.batch_size)
+        table = _frame_table(head, self.COLUMNS, highlight=lambda r: (
+            r.get("weight_precision"), r.get("kv_precision"), r.get("tp"),
+            r.get("batch_size")) == mine, muted=lambda r: r.get("fits") is False)
+        parts.append(W.HTML(
+            f'<div class="aiadvisor-scroll aiadvisor-wide">{table}</div>'
+            f'<div class="aiadvisor-muted-text">Serving plans on {H._esc(spec.name)}, best first '
+            f"(the first {len(head)} of {len(plan)}); the highlighted row is the setting "
+            "above when the plan has it. Times, throughputs and costs are estimated.</div>"))
+        parts += self._cards(report.serving_recommendations(prompt_len=req["prompt_len"],
+                                                            output_len=req["output_len"]))
+        self.box.children = parts
+
+    def _cards(self, recs: list[Any]) -> list[W.Widget]:
+        boxes = []
+        for i, rec in enumerate(recs):
+            while len(self.cards) <= i:
+                head = W.HTML()
+                button = InsertCellButton(cell_id=self.dashboard.cell_id)
+                card = W.VBox([head, button])
+                card.add_class("aiadvisor-card")
+                self.cards.append((head, button, card))
+            head, button, card = self.cards[i]
+            head.value = H.recommendation_card(rec, i + 1)
+            button.code = rec.code
+            boxes.append(card)
+        return boxes
+
+
+def _serving_summary_html(g: Any) -> str:
+    """The predicted figures of one serving setting, every one marked estimated."""
+    fits = (f"fits: up to {g.max_batch:,} concurrent sequences" if g.fits else
+            f"does not fit (at most {g.max_batch:,} concurrent sequences)")
+    rate = "{:,.0f}".format if g.tokens_per_s >= 100 else "{:.3g}".format
+    user = "{:,.0f}".format if g.tokens_per_s_per_user >= 100 else "{:.3g}".format
+    # The interval's low end can fall below zero for a step this short: show only the top.
+    likely = (f"likely {fmt_seconds(g.tpot_low_s)} to {fmt_seconds(g.tpot_high_s)}"
+              if g.tpot_low_s > 0 else f"likely under {fmt_seconds(g.tpot_high_s)}")
+    line = (f"TTFT <b>{fmt_seconds(g.ttft_s)}</b>, TPOT <b>{fmt_seconds(g.tpot_s)}</b> "
+            f"({likely}), "
+            f"<b>{rate(g.tokens_per_s)}</b> tokens/s, {user(g.tokens_per_s_per_user)} tokens/s "
+            f"per user; {fits} {H.ESTIMATED}")
+    memory = (f"weights {fmt_bytes(g.weights_bytes)}, KV cache {fmt_bytes(g.kv_bytes_per_token)}"
+              f" per token ({H._esc(g.kv_precision)}), {fmt_bytes(g.kv_bytes)} for this batch; "
+              f"{H._esc(g.hardware)} x {g.num_devices} (tp {g.tp}), {H._esc(g.bound)}-bound, "
+              f"{H._esc(g.confidence)} confidence")
+    return (f'<div class="aiadvisor-headline aiadvisor-serving-summary">{line}</div>'
+            f'<div class="aiadvisor-muted-text">{memory}</div>')
+
+
 VIEWS = (ProfileView, HardwareView, PrecisionView, ParallelView, RecommendationsView)
+
+
+def views_for(report: Any) -> tuple[type[_View], ...]:
+    """The tabs for ``report``: the five, and Serving when it has a generation answer."""
+    if getattr(report, "generation_profile", None) is not None:
+        return (*VIEWS, ServingView)
+    return VIEWS

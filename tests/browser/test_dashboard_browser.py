@@ -7,6 +7,8 @@ Two scenarios in each front end:
   under the %advise cell;
 - a catalog GPU: a real click on the first "Insert below" button, the cell under the %advise
   cell holds that recommendation's code, and the clipboard fallback.
+And in JupyterLab, ``--mode generate`` on the built-in decoder: the Serving tab, its concurrency
+slider dragged, and an engine's code inserted.
 Screenshots (each tab; light and dark theme) go to artifacts/browser/.
 """
 
@@ -300,3 +302,71 @@ def test_insert_below_puts_the_recommendation_under_the_advise_cell(jupyter, app
         assert copied["status"] == "copied" and copied["cells_added"] == 0
         assert copied["clipboard"].strip() == copied["shown"].strip()
     assert not [e for e in result["errors"] if "aiadvisor" in e or "anywidget" in e], result
+
+
+# --- mode generate: the Serving tab --------------------------------------------------------------
+SETUP_LM = """\
+from aiadvisor import examples
+llm, ids = examples.build("tiny-gpt")
+"""
+ADVISE_LM = '%load_ext aiadvisor\n%advise llm ids --mode generate --hardware "NVIDIA L4"'
+SERVING_STATE = """\
+import json
+import aiadvisor as aa
+from aiadvisor.units import fmt_seconds
+_dash = get_ipython().find_magic("advise").__self__.last_view
+_view = _dash.views[-1]
+_g = aa.predict_generation(_dash.report.generation_profile, hardware="NVIDIA L4",
+                           **_view.request())
+print(json.dumps({"tab": _dash.tabs.titles[_dash.tabs.selected_index],
+                  "concurrency": _view.concurrency.value,
+                  "tpot_shown": f"TPOT <b>{fmt_seconds(_g.tpot_s)}</b>" in _view.summary.value,
+                  "errors": [o.get("text", "") for o in _dash.errors.outputs],
+                  "first": _view.cards[0][1].code}))
+"""
+
+
+def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter):
+    server, context = jupyter
+    name = "serving_lab.ipynb"
+    write_notebook(server.root / name, [SETUP_LM, ADVISE_LM, SERVING_STATE, END])
+    page = context.new_page()
+    try:
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.goto(server.url(name, "lab"))
+        nb = NotebookPage(page)
+        nb.wait_ready()
+        nb.set_theme("JupyterLab Light")
+        nb.run(0)
+        nb.run(1)
+        summary = page.locator(".aiadvisor-dashboard .aiadvisor-serving-summary").first
+        summary.wait_for(timeout=60_000)  # the dashboard opens on the Serving tab
+        before = summary.inner_text()
+        assert _slider_step_right(page, "concurrent sequences") == "2"
+        page.wait_for_function(
+            "(b) => { const e = document.querySelector('.aiadvisor-serving-summary');"
+            " return e && e.innerText !== b; }", arg=before, timeout=30_000)
+        problems = _tab_problems(page)
+        _shoot(page, "lab_serving")
+        button = page.locator(".aiadvisor-insert:visible").first
+        button.wait_for(timeout=30_000)
+        shown = page.locator(".aiadvisor-code:visible").first.inner_text()
+        button.click()
+        inserted = nb.wait_source(2, shown)
+        nb.run(3)  # SERVING_STATE, moved down by the inserted cell
+        state = json.loads(nb.output_text(3).strip().splitlines()[-1])
+        sources = nb.sources()
+    except Exception:
+        _shoot(page, "lab_serving_ERROR")
+        raise
+    finally:
+        page.close()
+        server.delete_sessions()
+    assert problems == [], problems
+    assert (state["tab"], state["concurrency"], state["tpot_shown"]) == ("Serving", 2, True)
+    assert state["errors"] == []
+    assert inserted, sources
+    assert sources[2].strip() == shown.strip() == state["first"].strip()
+    assert "from vllm import LLM" in sources[2]
+    assert not [e for e in console if "aiadvisor" in e or "anywidget" in e], console
