@@ -355,7 +355,10 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
         notes.append(f"Decode steps replayed as CUDA graphs ({calls:.0f} kernels, "
                      f"{GRAPH_GAP_S * 1e6:.1f} us apart) as vLLM/TGI/TensorRT-LLM run them; "
                      "engine='eager' prices plain transformers generate.")
-    tpot = decode.interval - decode.overhead + launches + kv_s
+    # The forward's interval without its eager launches (known at P50 only): the P10/P90 keep
+    # their ratio to the P50, so no bound can go below zero.
+    body = decode.mid - decode.overhead
+    tpot = decode.interval * (body / decode.mid if decode.mid > 0 else 0.0) + launches + kv_s
     ttft = prefill.interval
     request_s = ttft + (output_len - 1) * tpot
     replicas = num_devices // tp
@@ -366,9 +369,14 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
         notes.append(f"{weight_precision} is a weight-only format: matmuls dequantise to 16 bit "
                      "(GPTQ/AWQ/bitsandbytes kernels); embeddings, norms and the vocabulary head "
                      "stay in 16 bit.")
-    elif weight_precision in ("fp8", "int8"):
-        notes.append(f"{weight_precision}: weights and activations in 8 bit (W8A8 matmuls); "
-                     "embeddings, norms and the vocabulary head stay in 16 bit.")
+    elif weight_precision == "fp8":
+        notes.append("fp8: weights and activations in 8 bit (W8A8 matmuls); embeddings, norms "
+                     "and the vocabulary head stay in 16 bit.")
+    elif weight_precision == "int8":
+        notes.append("int8: priced on the INT8 matmul engine (W8A8, e.g. SmoothQuant "
+                     "checkpoints); weight-only INT8 kernels (GPTQ 8-bit, EETQ) decode at about "
+                     "the same speed but prefill at the 16-bit rate. Embeddings, norms and the "
+                     "vocabulary head stay in 16 bit.")
     context = prompt_len + output_len / 2
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
