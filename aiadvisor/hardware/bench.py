@@ -517,8 +517,26 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
         if cached is not None:
             return cached
     result = _run(torch, device, config, skipped, _progress_fn(progress))
-    stored = _store(path, result)
+    busy = any(k.startswith("timing ") for k in result.skipped)
+    stored = None if busy else _store(path, result)
     return dataclasses.replace(result, cache_path=stored)
+
+
+#: A matmul shorter than this is launch-bound: its time need not grow with n.
+_STALL_FLOOR_S = 200e-6
+
+
+def stalled_sizes(points: Sequence[MatmulPoint]) -> list[int]:
+    """Sizes whose timing cannot be the device's own: doubling ``n`` multiplies the FLOPs by 8,
+    so the next size up must take at least twice as long unless both are launch-bound. A busy
+    machine breaks this (a cached CPU run once took 32 ms for n=128, 256 and 512 alike)."""
+    by_n = sorted(points, key=lambda p: p.n)
+    stalled = []
+    for small, big in zip(by_n, by_n[1:]):
+        if big.n >= 2 * small.n and big.seconds > _STALL_FLOOR_S \
+                and big.seconds < 2 * small.seconds:
+            stalled.append(small.n)
+    return stalled
 
 
 def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str],
@@ -540,8 +558,18 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     min_time_s = config["min_time_s"]
     matmul: list[MatmulPoint] = []
     for precision in config["precisions"]:
-        matmul += _matmul_points(torch, dev=dev, sync=sync, precision=precision,
-                                 sizes=config["sizes"], min_time_s=min_time_s, step=step)
+        points = _matmul_points(torch, dev=dev, sync=sync, precision=precision,
+                                sizes=config["sizes"], min_time_s=min_time_s, step=step)
+        if stalled_sizes(points):  # once more, in case another process held the cores
+            points = _matmul_points(torch, dev=dev, sync=sync, precision=precision,
+                                    sizes=config["sizes"], min_time_s=min_time_s,
+                                    step=lambda _message: None)
+        stalled = stalled_sizes(points)
+        if stalled:
+            skipped = {**skipped, f"timing {precision}": (
+                f"matmul n={', '.join(map(str, stalled))} took no longer than the next size up "
+                "(8x the FLOPs): the machine looked busy; this benchmark is not cached")}
+        matmul += points
     bandwidth = _bandwidth_points(torch, dev=dev, sync=sync, num_bytes=config["bandwidth_bytes"],
                                   min_time_s=min_time_s, step=step)
     overhead = _launch_overhead_us(torch, dev=dev, sync=sync, min_time_s=min_time_s, step=step)

@@ -192,3 +192,29 @@ def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
     assert adds == {"float32": 12 * 2**10, "bfloat16": 6 * 2**10}
     gemm_dtypes = {p.dtype for p in result.ops if p.family == "gemm-forward"}
     assert gemm_dtypes == {"float32", "bfloat16"}
+
+
+def test_stalled_timings_are_recognised():
+    from aiadvisor.hardware.bench import MatmulPoint, stalled_sizes
+
+    def pts(times):
+        return [MatmulPoint(precision="fp32", n=n, seconds=t, tflops=2 * n**3 / t / 1e12)
+                for n, t in times]
+
+    # The poisoned cache seen on the shared 2-core machine: n=128, 256 and 512 all ~32 ms
+    # (8x the FLOPs at each step for no extra time), then 79 ms and 467 ms.
+    busy = pts([(128, 0.03197), (256, 0.03194), (512, 0.03188), (1024, 0.0794), (2048, 0.4666)])
+    assert stalled_sizes(busy) == [128, 256]
+    # The same machine idle: 0.2 ms, 1.2 ms, 6 ms... each step 5-8x longer.
+    idle = pts([(128, 3.1e-5), (256, 2.4e-4), (512, 1.6e-3), (1024, 1.2e-2), (2048, 0.11)])
+    assert stalled_sizes(idle) == []
+    # Launch-bound sizes may take the same time: below 0.2 ms nothing is concluded.
+    assert stalled_sizes(pts([(16, 5e-6), (32, 5e-6)])) == []
+
+
+def test_a_benchmark_on_a_busy_machine_says_so_and_is_not_cached(tmp_path, monkeypatch):
+    # Every call "takes" 32 ms whatever its size, as on the busy machine above.
+    monkeypatch.setattr(bench, "_time_op", lambda fn, **kw: (fn(), 0.032)[1])
+    result = benchmark(cache_dir=tmp_path, progress=False, **{**TINY, "sizes": (32, 64, 128)})
+    assert "timing fp32" in result.skipped and "busy" in result.skipped["timing fp32"]
+    assert result.cache_path is None and not list(tmp_path.glob("*.json"))
