@@ -44,6 +44,11 @@ GEMM_PACKETS = {
     aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.matmul, aten.linear, aten._addmm_activation,
     aten._int_mm, aten._weight_int8pack_mm, aten._scaled_mm,
 }
+#: Grouped GEMMs: mixture-of-experts layers run every expert's tokens in one call (transformers
+#: 5 ``grouped_mm`` experts). flop_counter does not count them.
+GROUPED_GEMM_PACKETS = {getattr(aten, name) for name in ("_grouped_mm", "_scaled_grouped_mm")
+                        if hasattr(aten, name)}
+GEMM_PACKETS |= GROUPED_GEMM_PACKETS
 CONV_PACKETS = {
     aten.convolution, aten._convolution, aten.convolution_backward, aten.conv2d, aten.conv1d,
     aten.conv3d, aten.mkldnn_convolution, aten.cudnn_convolution,
@@ -155,7 +160,26 @@ def cpu_flash_attention_backward_flops(args, out) -> int:
     return sdpa_backward_flop_count(args[0].shape, args[1].shape, args[2].shape, args[3].shape)
 
 
+def grouped_mm_flops(args, out) -> int:
+    """``aten._grouped_mm(a, b, offs=None, ...)``: every output element is one dot product over
+    the contraction dimension, ``2 x out.numel() x K``.
+
+    * 2-D ``a`` (tokens of all groups, K) x 3-D ``b`` (groups, K, N), rows split by ``offs``
+      (the MoE forward): out is (tokens, N), so ``2 x tokens x K x N`` whatever the routing;
+    * 3-D x 3-D (groups, M, K) x (groups, K, N): ``2 x groups x M x K x N``;
+    * 3-D ``a`` x 2-D ``b``: out (tokens, N) again, K = ``a``'s last dimension;
+    * 2-D x 2-D with ``offs`` (the weight gradient, the contraction split in groups): out is
+      (groups, M, N) and each group contracts over its own slice, ``2 x M x N x total K``.
+    """
+    a, b = args[0], args[1]
+    outs = out if isinstance(out, torch.Tensor) else out[0]
+    if a.dim() == 2 and b.dim() == 2:
+        return 2 * a.shape[0] * a.shape[1] * b.shape[1]
+    return 2 * outs.numel() * a.shape[-1]
+
+
 EXTRA_FLOPS = {
+    **{packet: grouped_mm_flops for packet in GROUPED_GEMM_PACKETS},
     aten._scaled_dot_product_flash_attention_for_cpu: cpu_flash_attention_flops,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: cpu_flash_attention_backward_flops,
     aten.mkldnn_rnn_layer: mkldnn_rnn_layer_flops,
