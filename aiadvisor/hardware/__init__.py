@@ -13,6 +13,7 @@ from __future__ import annotations
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
 from .lookup import find, get, resolve
+from .pricing import hourly_cost
 from .spec_table import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
 from .support import SUPPORT_LEVELS, support_matrix
 
@@ -34,6 +35,7 @@ __all__ = [
     "detect",
     "find",
     "get",
+    "hourly_cost",
     "probe",
     "resolve",
     "shipped_csv_path",
