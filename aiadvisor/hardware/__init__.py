@@ -14,7 +14,15 @@ from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cach
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
 from .lookup import find, get, resolve
 from .pricing import hourly_cost
-from .spec_table import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
+from .spec_table import (
+    COLUMNS,
+    FIGURE_COLUMNS,
+    KINDS,
+    all_specs,
+    catalog,
+    filter_catalog,
+    shipped_csv_path,
+)
 from .support import SUPPORT_LEVELS, support_matrix
 
 __all__ = [
@@ -33,6 +41,7 @@ __all__ = [
     "catalog",
     "cpu_info",
     "detect",
+    "filter_catalog",
     "find",
     "get",
     "hourly_cost",

@@ -31,6 +31,7 @@ __all__ = [
     "all_specs",
     "as_table",
     "catalog",
+    "filter_catalog",
     "row_to_spec",
     "shipped_csv_path",
 ]
@@ -341,6 +342,80 @@ def as_table(table: pd.DataFrame | str | os.PathLike | None) -> pd.DataFrame:
             f"catalog DataFrame lacks column(s) {', '.join(missing)}: pass the output of "
             "aiadvisor.hardware.catalog()."
         )
+    return table
+
+
+def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
+                   kind: str | None = None, vendor: str | None = None,
+                   name: str | None = None, min_memory_gb: float | None = None,
+                   max_usd_per_hour: float | None = None, years: float | None = None,
+                   utilisation: float | None = None, usd_per_kwh: float | None = None
+                   ) -> pd.DataFrame:
+    """The catalog rows that match every filter given, in table order.
+
+    Parameters
+    ----------
+    table : DataFrame, path or None
+        A table from :func:`catalog`, a user CSV path, or None for the shipped table.
+    kind : str, optional
+        One of :data:`KINDS` (case-insensitive).
+    vendor, name : str, optional
+        Case-insensitive substring of the vendor / device name.
+    min_memory_gb : float, optional
+        Only devices with at least this much memory (unknown memory is left out).
+    max_usd_per_hour : float, optional
+        Only devices that cost at most this much per busy hour: the rental price, else the
+        purchase price amortised by :func:`aiadvisor.hardware.pricing.hourly_cost` (``years``,
+        ``utilisation`` and ``usd_per_kwh`` are passed on; None keeps its defaults). Devices
+        with no price are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The matching rows, with an extra column ``cost_per_hour`` when a budget is given.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``kind`` is not one of :data:`KINDS`, or ``min_memory_gb`` / ``max_usd_per_hour`` is
+        negative or not a number.
+
+    Examples
+    --------
+    >>> sorted(filter_catalog(kind="tpu", vendor="google")["name"])[:2]
+    ['Google TPU v4', 'Google TPU v5e']
+    """
+    from ..errors import InvalidArgumentError, check_choice
+    from .pricing import hourly_cost
+
+    def bound(label: str, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise InvalidArgumentError(
+                f"{label}={value!r} is not valid: expected a non-negative number.")
+        return number
+
+    table = as_table(table)
+    if kind is not None:
+        kind = check_choice("kind", str(kind).lower(), KINDS)
+        table = table[table["kind"] == kind]
+    if vendor:
+        table = table[table["vendor"].str.lower().str.contains(vendor.lower(), regex=False)]
+    if name:
+        table = table[table["name"].str.lower().str.contains(name.lower(), regex=False)]
+    if min_memory_gb is not None:
+        table = table[table["memory_gb"] >= bound("min_memory_gb", min_memory_gb)]
+    if max_usd_per_hour is not None:
+        budget = bound("max_usd_per_hour", max_usd_per_hour)
+        assumptions = {k: v for k, v in (("years", years), ("utilisation", utilisation),
+                                         ("usd_per_kwh", usd_per_kwh)) if v is not None}
+        cost = table.apply(lambda row: hourly_cost(row, **assumptions), axis=1,
+                           result_type="reduce") if len(table) else table["usd_per_hour"]
+        table = table.assign(cost_per_hour=cost.astype("float64"))
+        table = table[table["cost_per_hour"] <= budget]
     return table
 
 

@@ -135,3 +135,34 @@ def test_a_user_price_override_names_the_user_csv_as_its_source(tmp_path):
     rows = catalog(_csv(tmp_path, "name,usd_per_hour\nNVIDIA L4,0.44\n")).set_index("name")
     assert rows.loc["NVIDIA L4", "usd_per_hour"] == 0.44
     assert rows.loc["NVIDIA L4", "price_source"].startswith("user CSV")
+
+
+def test_filter_catalog_by_kind_and_budget(table):
+    from aiadvisor.hardware import filter_catalog
+
+    tpus = filter_catalog(table, kind="TPU")
+    assert set(tpus["kind"]) == {"tpu"} and len(tpus) == (table["kind"] == "tpu").sum()
+    # Budget 0.2 $/h with the defaults: RTX 3090 0.167 and RTX 4090 0.189 (worked in
+    # test_amortised_purchase_follows_the_documented_rule); RTX 5090 is 0.238.
+    cheap = filter_catalog(table, max_usd_per_hour=0.2)
+    assert sorted(cheap["name"]) == ["NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"]
+    assert cheap.set_index("name").loc["NVIDIA GeForce RTX 4090", "cost_per_hour"] == \
+        pytest.approx(0.18919, abs=1e-5)
+    # Written off over 6 years the RTX 5090 costs 1999/26280 + 0.08625 = 0.162 $/h.
+    longer = filter_catalog(table, max_usd_per_hour=0.2, years=6)
+    assert "NVIDIA GeForce RTX 5090" in set(longer["name"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragments"),
+    [({"kind": "fpga"}, ["kind='fpga'", "'gpu', 'tpu', 'npu', 'cpu', 'edge'"]),
+     ({"max_usd_per_hour": -1}, ["max_usd_per_hour=-1", "non-negative"]),
+     ({"min_memory_gb": "lots"}, ["min_memory_gb='lots'"])],
+)
+def test_filter_catalog_rejects_bad_filters(table, kwargs, fragments):
+    from aiadvisor.hardware import filter_catalog
+
+    with pytest.raises(InvalidArgumentError) as info:
+        filter_catalog(table, **kwargs)
+    for fragment in fragments:
+        assert fragment in str(info.value)
