@@ -349,3 +349,23 @@ def test_an_installed_wheel_reads_its_packaged_copy(monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
     assert shipped_csv_path() == packaged
     assert list(catalog()["name"]) == ["Only Row"]
+
+
+def test_workstation_and_edge_rows_are_dense(rows):
+    # RTX 6000 Ada: NVIDIA gives only 1,457 TFLOPS FP8 with 2:4 sparsity. Dense:
+    # 142 SM x 1024 FLOP/clk x 2.505 GHz = 364.2 (fp16/bf16), x 2 = 728.5 (fp8/int8);
+    # fp32 = 18,176 cores x 2 x 2.505 GHz = 91.06; 48 GB GDDR6 at 20 Gbit/s x 384 bit = 960 GB/s.
+    ada = rows.loc["NVIDIA RTX 6000 Ada Generation"]
+    assert (ada["fp32_tflops"], ada["bf16_tflops"], ada["fp8_tflops"]) == (91.1, 364.2, 728.5)
+    assert (ada["memory_gb"], ada["memory_bw_gbs"], ada["tdp_w"]) == (48, 960, 300)
+    assert ada["fp8_tflops"] < 1457 / 1.5  # never the sparse headline
+    # Jetson Orin NX 16GB: "up to 100 TOPS" is sparse INT8, dense 50; fp32 = 1024 x 2 x 0.918.
+    nx = rows.loc["NVIDIA Jetson Orin NX 16GB"]
+    assert nx["int8_tops"] == 50 and nx["fp32_tflops"] == 1.88 and nx["tdp_w"] == 25
+    # DGX Spark: "1 petaFLOP FP4 with sparsity" -> 500 dense; ~31 TFLOPS FP32; 128 GB, 273 GB/s.
+    spark = rows.loc["NVIDIA DGX Spark (GB10)"]
+    assert spark["fp4_tflops"] == 500 and spark["fp32_tflops"] == 31
+    assert (spark["memory_gb"], spark["memory_bw_gbs"]) == (128, 273)
+    assert math.isnan(spark["bf16_tflops"])  # not published: blank, not guessed
+    assert get("GB10").name == get("DGX Spark").name == "NVIDIA DGX Spark (GB10)"
+    assert get("Orin NX").name == "NVIDIA Jetson Orin NX 16GB"

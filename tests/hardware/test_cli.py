@@ -83,13 +83,14 @@ def test_budget_filter_keeps_rented_and_amortised_bought_devices():
     # Rental <= 2 $/h: T4 0.59, A100 40GB SXM 1.48, L4 0.8, L40S 1.95, MI300X 1.71, MI325X 2.0.
     # Bought, amortised over 3 years at 50 % use (13140 h) plus TDP at 0.15 $/kWh:
     # RTX 3090 1499/13140 + 0.350*0.15 = 0.167; RTX 4090 1599/13140 + 0.450*0.15 = 0.189;
-    # RTX 5090 1999/13140 + 0.575*0.15 = 0.238. Left out: A100 80GB 2.5, H100s, H200; unpriced.
+    # RTX 5090 1999/13140 + 0.575*0.15 = 0.238; DGX Spark 3999/13140 + 0.140*0.15 = 0.325.
+    # Left out: A100 80GB 2.5, H100s, H200; unpriced.
     code, out, _ = _run("--max-usd-per-hour", "2", "--no-detect")
     assert code == 0
     assert sorted(_names(out)) == sorted([
         "NVIDIA T4", "NVIDIA A100 40GB SXM", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI300X",
         "AMD Instinct MI325X", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090",
-        "NVIDIA GeForce RTX 5090"])
+        "NVIDIA GeForce RTX 5090", "NVIDIA DGX Spark (GB10)"])
     # 0.18 $/h separates the RTX 3090 (0.167) from the RTX 4090 (0.189).
     code, out, _ = _run("--max-usd-per-hour", "0.18", "--kind", "gpu", "--no-detect")
     assert _names(out) == ["NVIDIA GeForce RTX 3090"]
