@@ -72,9 +72,10 @@ def test_years_are_plausible(table):
 
 
 def test_memory_bandwidth_is_plausible_for_the_kind(table):
-    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 50-250; CPUs 50-1000 GB/s.
+    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 15-250 (Raspberry Pi 5:
+    # 32-bit LPDDR4X-4267 = 17.1 GB/s); CPUs 50-1000 GB/s.
     limits = {"gpu": (250, 10_000), "tpu": (500, 10_000), "npu": (500, 10_000),
-              "edge": (50, 250), "cpu": (50, 1_000)}
+              "edge": (15, 250), "cpu": (50, 1_000)}
     for _, row in table.dropna(subset=["memory_bw_gbs"]).iterrows():
         low, high = limits[row["kind"]]
         assert low <= row["memory_bw_gbs"] <= high, row["name"]
@@ -369,3 +370,7 @@ def test_workstation_and_edge_rows_are_dense(rows):
     assert math.isnan(spark["bf16_tflops"])  # not published: blank, not guessed
     assert get("GB10").name == get("DGX Spark").name == "NVIDIA DGX Spark (GB10)"
     assert get("Orin NX").name == "NVIDIA Jetson Orin NX 16GB"
+    # Raspberry Pi 5: fp32 = 4 cores x 2.4 GHz x 16 FLOP/cycle = 153.6 GFLOPS;
+    # 4267 MT/s x 4 bytes = 17.07 GB/s; 80 USD for 8 GB at launch (Sept 2023).
+    pi = rows.loc["Raspberry Pi 5 8GB"]
+    assert (pi["fp32_tflops"], pi["memory_bw_gbs"], pi["usd_purchase"]) == (0.154, 17.1, 80)

@@ -143,9 +143,11 @@ def test_filter_catalog_by_kind_and_budget(table):
     tpus = filter_catalog(table, kind="TPU")
     assert set(tpus["kind"]) == {"tpu"} and len(tpus) == (table["kind"] == "tpu").sum()
     # Budget 0.2 $/h with the defaults: RTX 3090 0.167 and RTX 4090 0.189 (worked in
-    # test_amortised_purchase_follows_the_documented_rule); RTX 5090 is 0.238.
+    # test_amortised_purchase_follows_the_documented_rule), Raspberry Pi 5 80/13140 = 0.0061
+    # (no TDP published); RTX 5090 is 0.238.
     cheap = filter_catalog(table, max_usd_per_hour=0.2)
-    assert sorted(cheap["name"]) == ["NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"]
+    assert sorted(cheap["name"]) == ["NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090",
+                                     "Raspberry Pi 5 8GB"]
     assert cheap.set_index("name").loc["NVIDIA GeForce RTX 4090", "cost_per_hour"] == \
         pytest.approx(0.18919, abs=1e-5)
     # Written off over 6 years the RTX 5090 costs 1999/26280 + 0.08625 = 0.162 $/h.
