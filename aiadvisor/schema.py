@@ -145,6 +145,16 @@ class HardwareSpec:
     interconnect_bw_gbs: float | None = None
     """Per-device bandwidth to its peers, GB/s, as the vendor states it (see ``notes``)."""
     usd_per_hour: float | None = None
+    """On-demand rental list price of one device for one hour (USD), where it can be rented."""
+    usd_purchase: float | None = None
+    """List or street purchase price of one device (USD), where it can be bought; see
+    :func:`aiadvisor.hardware.pricing.hourly_cost` for the amortised $/hour."""
+    price_kind: str | None = None
+    """rent, buy or both: which of the two prices are given."""
+    price_source: str | None = None
+    """Where the price was read (page title or URL)."""
+    price_date: str | None = None
+    """When the price was read (YYYY-MM or YYYY-MM-DD); prices move."""
     year: int | None = None
     source: str = ""
     notes: str = ""
@@ -160,7 +170,8 @@ class HardwareSpec:
         _check_nonneg(
             self, "memory_gb", "memory_bw_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops",
             "fp16_tflops", "fp8_tflops", "int8_tops", "int4_tops", "tdp_w",
-            "interconnect_bw_gbs", "usd_per_hour", "launch_overhead_us", "fp4_tflops",
+            "interconnect_bw_gbs", "usd_per_hour", "usd_purchase", "launch_overhead_us",
+            "fp4_tflops",
         )
 
     @property

@@ -13,7 +13,16 @@ from __future__ import annotations
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
 from .lookup import find, get, resolve
-from .spec_table import COLUMNS, FIGURE_COLUMNS, KINDS, all_specs, catalog, shipped_csv_path
+from .pricing import hourly_cost
+from .spec_table import (
+    COLUMNS,
+    FIGURE_COLUMNS,
+    KINDS,
+    all_specs,
+    catalog,
+    filter_catalog,
+    shipped_csv_path,
+)
 from .support import SUPPORT_LEVELS, support_matrix
 
 __all__ = [
@@ -32,8 +41,10 @@ __all__ = [
     "catalog",
     "cpu_info",
     "detect",
+    "filter_catalog",
     "find",
     "get",
+    "hourly_cost",
     "probe",
     "resolve",
     "shipped_csv_path",

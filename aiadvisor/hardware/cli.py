@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import AIAdvisorError, check_choice
+from ..errors import AIAdvisorError, InvalidArgumentError, check_choice
 from .spec_table import KINDS
 
 __all__ = ["add_arguments", "format_table", "run"]
@@ -18,7 +18,7 @@ _TABLE = (
     ("memory_bw_gbs", "mem GB/s", "{:g}"), ("fp32_tflops", "fp32", "{:g}"),
     ("bf16_tflops", "bf16", "{:g}"), ("fp16_tflops", "fp16", "{:g}"),
     ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("tdp_w", "W", "{:g}"),
-    ("usd_per_hour", "$/h", "{:g}"),
+    ("usd_purchase", "buy $", "{:g}"), ("usd_per_hour", "$/h", "{:g}"),
 )
 
 
@@ -28,6 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", help=f"only this kind: {', '.join(KINDS)}")
     parser.add_argument("--min-memory-gb", type=float, default=None, metavar="GB",
                         help="only devices with at least this much memory")
+    parser.add_argument("--max-usd-per-hour", type=float, default=None, metavar="USD",
+                        help="only devices costing at most this per busy hour: the rental "
+                             "price, else the purchase amortised over 3 years at 50%% use "
+                             "plus power at 0.15 $/kWh (aiadvisor.hardware.hourly_cost); "
+                             "unpriced devices are left out")
     parser.add_argument("--name", help="only names containing this text (case-insensitive)")
     parser.add_argument("--csv", metavar="PATH",
                         help="a user CSV that adds or overrides catalog rows")
@@ -63,16 +68,18 @@ def format_table(table: Any) -> str:
 
 
 def _filter(table: Any, args: argparse.Namespace) -> Any:
-    if args.vendor:
-        table = table[table["vendor"].str.lower().str.contains(args.vendor.lower(), regex=False)]
-    if args.kind:
-        check_choice("--kind", args.kind.lower(), KINDS)
-        table = table[table["kind"] == args.kind.lower()]
-    if args.min_memory_gb is not None:
-        table = table[table["memory_gb"] >= args.min_memory_gb]
-    if args.name:
-        table = table[table["name"].str.lower().str.contains(args.name.lower(), regex=False)]
-    return table
+    from .spec_table import filter_catalog
+
+    kind = args.kind
+    if kind is not None:
+        check_choice("--kind", kind.lower(), KINDS)
+    budget = getattr(args, "max_usd_per_hour", None)
+    if budget is not None and not budget >= 0:
+        raise InvalidArgumentError(
+            f"--max-usd-per-hour={budget!r} is not valid: expected a non-negative number of "
+            "USD per device-hour.")
+    return filter_catalog(table, kind=kind, vendor=args.vendor, name=args.name,
+                          min_memory_gb=args.min_memory_gb, max_usd_per_hour=budget)
 
 
 def _print_device(args: argparse.Namespace, out: TextIO) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,12 @@ __all__ = [
     "FIGURE_COLUMNS",
     "KINDS",
     "NUMERIC_COLUMNS",
+    "PRICE_KINDS",
     "TEXT_COLUMNS",
     "all_specs",
     "as_table",
     "catalog",
+    "filter_catalog",
     "row_to_spec",
     "shipped_csv_path",
 ]
@@ -42,15 +45,28 @@ FIGURE_COLUMNS = (
 )
 NUMERIC_COLUMNS = (
     "memory_gb", "memory_bw_gbs", *FIGURE_COLUMNS, "tdp_w", "interconnect_bw_gbs",
-    "usd_per_hour", "launch_overhead_us",
+    "usd_per_hour", "usd_purchase", "launch_overhead_us",
 )
-TEXT_COLUMNS = ("vendor", "kind", "interconnect", "source", "notes", "aliases")
+TEXT_COLUMNS = (
+    "vendor", "kind", "interconnect", "price_kind", "price_source", "price_date", "source",
+    "notes", "aliases",
+)
+
+#: ``price_kind`` values: ``rent`` (``usd_per_hour``, on-demand list price per device-hour),
+#: ``buy`` (``usd_purchase``, list price of one device) or ``both``.
+PRICE_KINDS = ("rent", "buy", "both")
+_PRICE_COLUMNS = {"rent": ("usd_per_hour",), "buy": ("usd_purchase",),
+                  "both": ("usd_per_hour", "usd_purchase")}
+# No device in the catalog rents for more than ~15 $/device-hour (AWS p5 H100 works out to 12.3)
+# and none sells for under ~50 $: a figure outside these is the other kind of price.
+_MAX_USD_PER_HOUR = 100.0
+_MIN_USD_PURCHASE = 20.0
 
 #: Canonical column order of :func:`catalog` (the DESIGN.md spec columns plus extras).
 COLUMNS = (
     "name", "vendor", "kind", "year", "memory_gb", "memory_bw_gbs", *FIGURE_COLUMNS, "tdp_w",
-    "interconnect", "interconnect_bw_gbs", "usd_per_hour", "launch_overhead_us", "source",
-    "notes", "aliases",
+    "interconnect", "interconnect_bw_gbs", "usd_per_hour", "usd_purchase", "price_kind",
+    "price_source", "price_date", "launch_overhead_us", "source", "notes", "aliases",
 )
 
 _YEAR_RANGE = (1990, 2100)
@@ -139,6 +155,17 @@ def _parse_row(raw: dict[str, str], *, source: str, line: int) -> dict[str, Any]
             row[column] = _parse_number(text, source=source, line=line, name=name, column=column)
         elif column == "year":
             row[column] = _parse_year(text, source=source, line=line, name=name)
+        elif column == "price_date":
+            if not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", text):
+                _fail(source, line, name, column, text,
+                      "is not valid: expected the date the price was read, YYYY-MM or "
+                      "YYYY-MM-DD.")
+            row[column] = text
+        elif column == "price_kind":
+            if text.lower() not in PRICE_KINDS:
+                _fail(source, line, name, column, text,
+                      f"is not valid: expected one of {', '.join(PRICE_KINDS)}.")
+            row[column] = text.lower()
         elif column == "kind":
             if text.lower() not in KINDS:
                 _fail(source, line, name, "kind", text,
@@ -149,19 +176,56 @@ def _parse_row(raw: dict[str, str], *, source: str, line: int) -> dict[str, Any]
     return row
 
 
-def _read_rows(path: Path | str) -> list[dict[str, Any]]:
+def _check_price(row: dict[str, Any], *, source: str, line: int, require_source: bool) -> None:
+    """A price sits in the column of its kind, in a plausible range, with a source and a date."""
+    name = row["name"]
+    hourly, purchase = row.get("usd_per_hour"), row.get("usd_purchase")
+    if hourly is not None and hourly > _MAX_USD_PER_HOUR:
+        _fail(source, line, name, "usd_per_hour", f"{hourly:g}",
+              f"is not valid: expected a rental price per device-hour (at most "
+              f"{_MAX_USD_PER_HOUR:g}); a purchase price goes in 'usd_purchase'.")
+    if purchase is not None and purchase < _MIN_USD_PURCHASE:
+        _fail(source, line, name, "usd_purchase", f"{purchase:g}",
+              f"is not valid: expected the purchase price of one device (at least "
+              f"{_MIN_USD_PURCHASE:g} USD); an hourly price goes in 'usd_per_hour'.")
+    if hourly is None and purchase is None:
+        return
+    kind = row.get("price_kind")
+    if kind is None:
+        if not require_source:
+            return
+        _fail(source, line, name, "price_kind", "",
+              f"is missing: a price needs price_kind, one of {', '.join(PRICE_KINDS)}.")
+    rule = "'rent' uses usd_per_hour, 'buy' uses usd_purchase, 'both' uses both."
+    for column in ("usd_per_hour", "usd_purchase"):  # a price in the wrong column first
+        if row.get(column) is not None and column not in _PRICE_COLUMNS[kind]:
+            _fail(source, line, name, column, f"{row[column]:g}",
+                  f"is in the wrong column for price_kind {kind!r}: {rule}")
+    for column in _PRICE_COLUMNS[kind]:
+        if row.get(column) is None:
+            _fail(source, line, name, column, "", f"is missing for price_kind {kind!r}: {rule}")
+    if require_source:
+        for column in ("price_source", "price_date"):
+            if not row.get(column):
+                _fail(source, line, name, column, "",
+                      "is missing: every price needs price_source (page title or URL) and "
+                      "price_date (YYYY-MM) so it can be checked and aged.")
+
+
+def _read_rows(path: Path | str, *, shipped: bool = False) -> list[dict[str, Any]]:
     """Read and validate one CSV; returns one dict per row holding only the non-blank cells."""
     import csv
 
     source = f"hardware CSV {str(path)!r}"
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            return _parse_csv(csv.DictReader(handle), source)
+            return _parse_csv(csv.DictReader(handle), source, require_price_source=shipped)
     except OSError as exc:
         raise HardwareCatalogError(f"{source}: cannot be read ({exc.strerror or exc}).") from exc
 
 
-def _parse_csv(reader: Any, source: str) -> list[dict[str, Any]]:
+def _parse_csv(reader: Any, source: str, *, require_price_source: bool = False
+               ) -> list[dict[str, Any]]:
     header = [h.strip() for h in (reader.fieldnames or [])]
     _check_columns(header, source)
     reader.fieldnames = header
@@ -173,6 +237,7 @@ def _parse_csv(reader: Any, source: str) -> list[dict[str, Any]]:
             _fail(source, line, (raw.get("name") or "").strip(), "(extra cells)",
                   ",".join(raw[None]), f"is not valid: the header has {len(header)} columns.")
         row = _parse_row(raw, source=source, line=line)
+        _check_price(row, source=source, line=line, require_source=require_price_source)
         key = row["name"].lower()
         if key in seen:
             _fail(source, line, row["name"], "name", row["name"],
@@ -200,7 +265,7 @@ def _to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=4)
 def _shipped_rows(path: str, mtime_ns: int) -> tuple[dict[str, Any], ...]:
-    return tuple(_read_rows(path))
+    return tuple(_read_rows(path, shipped=True))
 
 
 def _merge(base: list[dict[str, Any]], extra: list[dict[str, Any]], origin: str
@@ -218,6 +283,8 @@ def _merge(base: list[dict[str, Any]], extra: list[dict[str, Any]], origin: str
             index[new["name"].lower()] = len(merged)
             merged.append(new)
             continue
+        if ("usd_per_hour" in row or "usd_purchase" in row) and "price_source" not in row:
+            row = {**row, "price_source": f"user CSV {origin}"}
         changed = sorted(c for c in row if c != "name")
         target = merged[i]
         target.update({c: v for c, v in row.items() if c != "name"})
@@ -246,8 +313,11 @@ def catalog(path: str | os.PathLike | None = None) -> pd.DataFrame:
     Raises
     ------
     HardwareCatalogError
-        A cell is malformed (not a number, negative, zero, bad year or kind), a name is missing
-        or duplicated, or a column is unknown; the message names the row, column and value.
+        A cell is malformed (not a number, negative, zero, bad year, kind, price_kind or
+        price_date), a price is in the wrong column (``usd_per_hour`` above 100 or not matching
+        ``price_kind``), a name is missing or duplicated, or a column is unknown; the message
+        names the row, column and value. Shipped prices must also give ``price_source`` and
+        ``price_date``; a user CSV price without them is labelled ``user CSV <path>``.
 
     Examples
     --------
@@ -275,6 +345,80 @@ def as_table(table: pd.DataFrame | str | os.PathLike | None) -> pd.DataFrame:
     return table
 
 
+def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
+                   kind: str | None = None, vendor: str | None = None,
+                   name: str | None = None, min_memory_gb: float | None = None,
+                   max_usd_per_hour: float | None = None, years: float | None = None,
+                   utilisation: float | None = None, usd_per_kwh: float | None = None
+                   ) -> pd.DataFrame:
+    """The catalog rows that match every filter given, in table order.
+
+    Parameters
+    ----------
+    table : DataFrame, path or None
+        A table from :func:`catalog`, a user CSV path, or None for the shipped table.
+    kind : str, optional
+        One of :data:`KINDS` (case-insensitive).
+    vendor, name : str, optional
+        Case-insensitive substring of the vendor / device name.
+    min_memory_gb : float, optional
+        Only devices with at least this much memory (unknown memory is left out).
+    max_usd_per_hour : float, optional
+        Only devices that cost at most this much per busy hour: the rental price, else the
+        purchase price amortised by :func:`aiadvisor.hardware.pricing.hourly_cost` (``years``,
+        ``utilisation`` and ``usd_per_kwh`` are passed on; None keeps its defaults). Devices
+        with no price are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The matching rows, with an extra column ``cost_per_hour`` when a budget is given.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``kind`` is not one of :data:`KINDS`, or ``min_memory_gb`` / ``max_usd_per_hour`` is
+        negative or not a number.
+
+    Examples
+    --------
+    >>> sorted(filter_catalog(kind="tpu", vendor="google")["name"])[:2]
+    ['Google TPU v4', 'Google TPU v5e']
+    """
+    from ..errors import InvalidArgumentError, check_choice
+    from .pricing import hourly_cost
+
+    def bound(label: str, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise InvalidArgumentError(
+                f"{label}={value!r} is not valid: expected a non-negative number.")
+        return number
+
+    table = as_table(table)
+    if kind is not None:
+        kind = check_choice("kind", str(kind).lower(), KINDS)
+        table = table[table["kind"] == kind]
+    if vendor:
+        table = table[table["vendor"].str.lower().str.contains(vendor.lower(), regex=False)]
+    if name:
+        table = table[table["name"].str.lower().str.contains(name.lower(), regex=False)]
+    if min_memory_gb is not None:
+        table = table[table["memory_gb"] >= bound("min_memory_gb", min_memory_gb)]
+    if max_usd_per_hour is not None:
+        budget = bound("max_usd_per_hour", max_usd_per_hour)
+        assumptions = {k: v for k, v in (("years", years), ("utilisation", utilisation),
+                                         ("usd_per_kwh", usd_per_kwh)) if v is not None}
+        cost = table.apply(lambda row: hourly_cost(row, **assumptions), axis=1,
+                           result_type="reduce") if len(table) else table["usd_per_hour"]
+        table = table.assign(cost_per_hour=cost.astype("float64"))
+        table = table[table["cost_per_hour"] <= budget]
+    return table
+
+
 def _clean(value: Any) -> Any:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -294,6 +438,8 @@ def row_to_spec(row: Any) -> HardwareSpec:
             values[column] = float(value)
     year = _clean(get("year", None))
     interconnect = _clean(get("interconnect", None)) or None
+    price = {c: str(_clean(get(c, None)) or "") or None
+             for c in ("price_kind", "price_source", "price_date")}
     aliases = tuple(a.strip() for a in str(_clean(get("aliases", None)) or "").split(";")
                     if a.strip())
     return HardwareSpec(
@@ -301,7 +447,7 @@ def row_to_spec(row: Any) -> HardwareSpec:
         kind=str(_clean(get("kind", None)) or "unknown"),
         year=None if year is None else int(year), interconnect=interconnect,
         source=str(_clean(get("source", None)) or ""), notes=str(_clean(get("notes", None)) or ""),
-        aliases=aliases, **values,
+        aliases=aliases, **price, **values,
     )
 
 

@@ -72,9 +72,10 @@ def test_years_are_plausible(table):
 
 
 def test_memory_bandwidth_is_plausible_for_the_kind(table):
-    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 50-250; CPUs 50-1000 GB/s.
+    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 15-250 (Raspberry Pi 5:
+    # 32-bit LPDDR4X-4267 = 17.1 GB/s); CPUs 50-1000 GB/s.
     limits = {"gpu": (250, 10_000), "tpu": (500, 10_000), "npu": (500, 10_000),
-              "edge": (50, 250), "cpu": (50, 1_000)}
+              "edge": (15, 250), "cpu": (50, 1_000)}
     for _, row in table.dropna(subset=["memory_bw_gbs"]).iterrows():
         low, high = limits[row["kind"]]
         assert low <= row["memory_bw_gbs"] <= high, row["name"]
@@ -349,3 +350,27 @@ def test_an_installed_wheel_reads_its_packaged_copy(monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
     assert shipped_csv_path() == packaged
     assert list(catalog()["name"]) == ["Only Row"]
+
+
+def test_workstation_and_edge_rows_are_dense(rows):
+    # RTX 6000 Ada: NVIDIA gives only 1,457 TFLOPS FP8 with 2:4 sparsity. Dense:
+    # 142 SM x 1024 FLOP/clk x 2.505 GHz = 364.2 (fp16/bf16), x 2 = 728.5 (fp8/int8);
+    # fp32 = 18,176 cores x 2 x 2.505 GHz = 91.06; 48 GB GDDR6 at 20 Gbit/s x 384 bit = 960 GB/s.
+    ada = rows.loc["NVIDIA RTX 6000 Ada Generation"]
+    assert (ada["fp32_tflops"], ada["bf16_tflops"], ada["fp8_tflops"]) == (91.1, 364.2, 728.5)
+    assert (ada["memory_gb"], ada["memory_bw_gbs"], ada["tdp_w"]) == (48, 960, 300)
+    assert ada["fp8_tflops"] < 1457 / 1.5  # never the sparse headline
+    # Jetson Orin NX 16GB: "up to 100 TOPS" is sparse INT8, dense 50; fp32 = 1024 x 2 x 0.918.
+    nx = rows.loc["NVIDIA Jetson Orin NX 16GB"]
+    assert nx["int8_tops"] == 50 and nx["fp32_tflops"] == 1.88 and nx["tdp_w"] == 25
+    # DGX Spark: "1 petaFLOP FP4 with sparsity" -> 500 dense; ~31 TFLOPS FP32; 128 GB, 273 GB/s.
+    spark = rows.loc["NVIDIA DGX Spark (GB10)"]
+    assert spark["fp4_tflops"] == 500 and spark["fp32_tflops"] == 31
+    assert (spark["memory_gb"], spark["memory_bw_gbs"]) == (128, 273)
+    assert math.isnan(spark["bf16_tflops"])  # not published: blank, not guessed
+    assert get("GB10").name == get("DGX Spark").name == "NVIDIA DGX Spark (GB10)"
+    assert get("Orin NX").name == "NVIDIA Jetson Orin NX 16GB"
+    # Raspberry Pi 5: fp32 = 4 cores x 2.4 GHz x 16 FLOP/cycle = 153.6 GFLOPS;
+    # 4267 MT/s x 4 bytes = 17.07 GB/s; 80 USD for 8 GB at launch (Sept 2023).
+    pi = rows.loc["Raspberry Pi 5 8GB"]
+    assert (pi["fp32_tflops"], pi["memory_bw_gbs"], pi["usd_purchase"]) == (0.154, 17.1, 80)

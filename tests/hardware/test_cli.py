@@ -77,3 +77,39 @@ def test_options_are_registered(flag):
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     assert flag in parser.format_help()
+
+
+def test_budget_filter_keeps_rented_and_amortised_bought_devices():
+    # Rental <= 2 $/h: T4 0.59, A100 40GB SXM 1.48, L4 0.8, L40S 1.95, MI300X 1.71, MI325X 2.0.
+    # Bought, amortised over 3 years at 50 % use (13140 h) plus TDP at 0.15 $/kWh:
+    # RTX 3090 1499/13140 + 0.350*0.15 = 0.167; RTX 4090 1599/13140 + 0.450*0.15 = 0.189;
+    # RTX 5090 1999/13140 + 0.575*0.15 = 0.238; DGX Spark 3999/13140 + 0.140*0.15 = 0.325.
+    # Raspberry Pi 5 80/13140 + 0 (no TDP published) = 0.0061.
+    # Left out: A100 80GB 2.5, H100s, H200; unpriced.
+    code, out, _ = _run("--max-usd-per-hour", "2", "--no-detect")
+    assert code == 0
+    assert sorted(_names(out)) == sorted([
+        "NVIDIA T4", "NVIDIA A100 40GB SXM", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI300X",
+        "AMD Instinct MI325X", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090",
+        "NVIDIA GeForce RTX 5090", "NVIDIA DGX Spark (GB10)", "Raspberry Pi 5 8GB"])
+    # 0.18 $/h separates the RTX 3090 (0.167) from the RTX 4090 (0.189).
+    code, out, _ = _run("--max-usd-per-hour", "0.18", "--kind", "gpu", "--no-detect")
+    assert _names(out) == ["NVIDIA GeForce RTX 3090"]
+
+
+def test_edge_devices_within_a_budget():
+    # Edge rows with a price: only the Raspberry Pi 5 (80 USD, 0.0061 $/h amortised).
+    code, out, _ = _run("--kind", "edge", "--max-usd-per-hour", "2", "--no-detect")
+    assert code == 0 and _names(out) == ["Raspberry Pi 5 8GB"]
+
+
+def test_negative_budget_is_an_error_not_a_traceback():
+    code, out, err = _run("--kind", "edge", "--max-usd-per-hour", "-1", "--no-detect")
+    assert code == 2 and out == ""
+    assert "--max-usd-per-hour=-1.0 is not valid" in err and "non-negative" in err
+
+
+def test_budget_option_is_registered():
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert "--max-usd-per-hour" in parser.format_help()
