@@ -172,6 +172,7 @@ def _first_trace(model, spec, *, mode, precision, plan):
             notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
                          f"{p.path!r} and multiplied")
         result.real_batch_size = batch
+        notes.extend(result.notes)
         return result, path, p, notes
     if _looks_like_input_error(last_exc):
         raise ModelInputError(

@@ -44,6 +44,11 @@ GEMM_PACKETS = {
     aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.matmul, aten.linear, aten._addmm_activation,
     aten._int_mm, aten._weight_int8pack_mm, aten._scaled_mm,
 }
+# Grouped GEMMs: one kernel for all experts of a mixture-of-experts layer (transformers 5 runs
+# experts through ``torch._grouped_mm``); torch's flop counter has no formula for them.
+GROUPED_GEMM_PACKETS = {getattr(aten, name) for name in ("_grouped_mm", "_scaled_grouped_mm")
+                        if hasattr(aten, name)}
+GEMM_PACKETS |= GROUPED_GEMM_PACKETS
 CONV_PACKETS = {
     aten.convolution, aten._convolution, aten.convolution_backward, aten.conv2d, aten.conv1d,
     aten.conv3d, aten.mkldnn_convolution, aten.cudnn_convolution,
@@ -155,7 +160,29 @@ def cpu_flash_attention_backward_flops(args, out) -> int:
     return sdpa_backward_flop_count(args[0].shape, args[1].shape, args[2].shape, args[3].shape)
 
 
+def grouped_mm_flops(args, out) -> int:
+    """``aten._grouped_mm(mat_a, mat_b, offs, ...)`` (and ``_scaled_grouped_mm``, same first two
+    arguments): every row of ``mat_a`` goes through one group's matrix, so the FLOPs do not
+    depend on how rows are split between groups (the routing) and no tensor value is read.
+
+    - 2D x 3D, ``(S, K) @ (G, K, N)`` (expert forward): ``2 S K N``.
+    - 2D x 2D, ``(M, S) @ (S, N) -> (G, M, N)`` (expert weight gradient, the contraction
+      split into groups): ``2 M S N``.
+    - 3D x 2D, ``(G, M, K) @ (K, N_total)`` (output columns split): ``2 M K N_total``.
+    - 3D x 3D, ``(G, M, K) @ (G, K, N)`` (a plain batched GEMM): ``2 G M K N``.
+    """
+    a, b = args[0].shape, args[1].shape
+    if len(a) == 3 and len(b) == 3:
+        return 2 * int(a[0]) * int(a[1]) * int(a[2]) * int(b[2])
+    if len(a) == 2 and len(b) == 3:
+        return 2 * int(a[0]) * int(a[1]) * int(b[2])
+    # 2D x 2D and 3D x 2D: each group multiplies its slice, the slices cover b once.
+    m = int(a[-2]) if len(a) == 3 else int(a[0])
+    return 2 * m * int(b[0]) * int(b[1])
+
+
 EXTRA_FLOPS = {
+    **{packet: grouped_mm_flops for packet in GROUPED_GEMM_PACKETS},
     aten._scaled_dot_product_flash_attention_for_cpu: cpu_flash_attention_flops,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: cpu_flash_attention_backward_flops,
     aten.mkldnn_rnn_layer: mkldnn_rnn_layer_flops,

@@ -1,0 +1,115 @@
+"""Mixture-of-experts models from transformers: expert GEMMs counted, any dtype on meta."""
+
+import pytest
+import torch
+
+import aiadvisor as aa
+from aiadvisor.profiler.opinfo import grouped_mm_flops
+
+transformers = pytest.importorskip("transformers")
+
+SEQ = 16
+
+
+def _mixtral():
+    cfg = transformers.MixtralConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, num_local_experts=8,
+        num_experts_per_tok=2)
+    with torch.device("meta"):
+        return transformers.MixtralForCausalLM(cfg)
+
+
+def _qwen2_moe():
+    cfg = transformers.Qwen2MoeConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+        shared_expert_intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=8, num_experts_per_tok=2, decoder_sparse_step=1)
+    with torch.device("meta"):
+        return transformers.Qwen2MoeForCausalLM(cfg)
+
+
+def _deepseek_v3():
+    cfg = transformers.DeepseekV3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=8,
+        num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32,
+        kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_group=2,
+        topk_group=1)
+    with torch.device("meta"):
+        return transformers.DeepseekV3ForCausalLM(cfg)
+
+
+# Hand counts, T = 16 tokens, 2 FLOPs per multiply-add, top-2 routing -> 32 expert rows.
+# Mixtral (hidden 64, 4 heads of 16, 2 KV heads, 8 experts of intermediate 128), per layer:
+#   q 2*16*64*64 = 131072, k and v 2*16*64*32 = 65536 each, o 131072       -> 393216
+#   attention QK^T and AV 2 * (2*4*16*16*16)                               ->  65536
+#   router 2*16*64*8                                                       ->  16384
+#   experts: 3 GEMMs 64x128 on 32 rows, 3 * 2*32*64*128                    -> 1572864
+#   layer 2048000; 2 layers 4096000 + head 2*16*64*256 = 524288            -> 4620288
+MIXTRAL_FLOPS = 4_620_288
+# Qwen2-MoE (experts of 32, shared expert of 64 with a sigmoid gate), per layer:
+#   attention 393216 + 65536, router 16384,
+#   experts gate_up (8, 64, 64) 2*32*64*64 = 262144 + down 2*32*32*64 = 131072 = 393216,
+#   shared expert 3 * 2*16*64*64 = 393216, shared gate 2*16*64*1 = 2048
+#   layer 1263616; 2 layers 2527232 + head 524288                          -> 3051520
+QWEN2_MOE_FLOPS = 3_051_520
+# DeepSeek-V3 (MLA, layer 0 dense, layer 1 8 routed experts of 32 + 1 shared), per layer:
+#   MLA projections 2*16*(64*32 q_a + 32*4*24 q_b + 64*24 kv_a + 16*4*32 kv_b + 64*64 o)
+#     = 32 * 12800 = 409600
+#   attention QK^T over 24-dim heads 2*4*16*16*24 = 49152 + AV 2*4*16*16*16 = 32768 = 81920
+#   layer 0 dense MLP 3 * 2*16*64*128 = 786432
+#   layer 1 router 16384 + experts 393216 (as Qwen2-MoE) + shared 3 * 2*16*64*32 = 196608
+#   total 2*(409600+81920) + 786432 + 606208 + head 524288                 -> 2899968
+DEEPSEEK_V3_FLOPS = 2_899_968
+
+MODELS = {"mixtral": (_mixtral, MIXTRAL_FLOPS), "qwen2_moe": (_qwen2_moe, QWEN2_MOE_FLOPS),
+          "deepseek_v3": (_deepseek_v3, DEEPSEEK_V3_FLOPS)}
+
+
+def _ids():
+    return {"input_ids": torch.zeros(1, SEQ, dtype=torch.long)}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_moe_forward_flops_match_the_hand_count(name, mode):
+    build, expected = MODELS[name]
+    prof = aa.profile(build().to(torch.bfloat16), _ids(), mode=mode, scaling=False)
+    assert prof.flops_forward == pytest.approx(expected, rel=0.02)
+
+
+@pytest.mark.parametrize("name", ["mixtral", "qwen2_moe"])
+def test_moe_profiles_in_fp32_on_meta_and_says_how(name):
+    build, expected = MODELS[name]
+    prof = aa.profile(build(), _ids(), mode="train", scaling=False)
+    assert prof.flops_forward == pytest.approx(expected, rel=0.02)
+    assert any("traced in bfloat16" in n and "float32" in n for n in prof.notes)
+
+
+def test_fp32_expert_bytes_are_those_of_fp32_weights():
+    # Mixtral's experts read gate_up (8, 256, 64) = 131072 and down (8, 64, 128) = 65536
+    # elements per layer, 2 layers -> 393216 weights; 4 bytes each in fp32, 2 in bf16.
+    per_dtype = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        prof = aa.profile(_mixtral().to(dtype), _ids(), mode="infer", scaling=False,
+                          repeated_blocks=False)
+        per_dtype[dtype] = sum(o.bytes_read for o in prof.ops if "grouped_mm" in o.op)
+    weights = 393_216
+    # Activations read: 32 rows x 64 into gate_up and 32 x 128 into down, per layer; plus the
+    # offsets (8 int32) of each of the 4 grouped GEMMs.
+    acts = 2 * (32 * 64 + 32 * 128)
+    offsets = 4 * 8 * 4
+    assert per_dtype[torch.float32] == 4 * (weights + acts) + offsets
+    assert per_dtype[torch.bfloat16] == 2 * (weights + acts) + offsets
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    ((32, 64), (8, 64, 128), 2 * 32 * 64 * 128),   # expert forward
+    ((64, 32), (32, 128), 2 * 64 * 32 * 128),      # weight gradient, groups split the 32 rows
+    ((8, 4, 64), (64, 96), 2 * 4 * 64 * 96),       # output columns split between groups
+    ((8, 4, 64), (8, 64, 16), 2 * 8 * 4 * 64 * 16),  # batched
+])
+def test_grouped_mm_flops_formula(a, b, expected):
+    assert grouped_mm_flops((torch.empty(a, device="meta"), torch.empty(b, device="meta")),
+                            None) == expected
