@@ -113,3 +113,63 @@ def test_fp32_expert_bytes_are_those_of_fp32_weights():
 def test_grouped_mm_flops_formula(a, b, expected):
     assert grouped_mm_flops((torch.empty(a, device="meta"), torch.empty(b, device="meta")),
                             None) == expected
+
+
+def test_active_params_count_only_the_routed_top_k_experts():
+    # Mixtral: embeddings and head 2 * 256*64 = 32768, final norm 64; per layer q 4096, k 2048,
+    # v 2048, o 4096, norms 128, router 8*64 = 512, experts gate_up 8*256*64 = 131072 + down
+    # 8*64*128 = 65536 = 196608 -> layer 209536; total 32832 + 2*209536 = 451904.
+    # A token goes through 2 of 8 experts: active = 451904 - 2 * 196608 * 6/8 = 156992.
+    prof = aa.profile(_mixtral(), _ids(), mode="infer", scaling=False)
+    assert (prof.num_params, prof.num_active_params) == (451_904, 156_992)
+    assert (prof.moe.num_experts, prof.moe.top_k, prof.moe.num_moe_layers) == (8, 2, 2)
+
+
+@pytest.mark.parametrize(("name", "num_moe_layers", "unused"), [
+    # Qwen2-MoE: experts per layer gate_up 8*64*64 + down 8*64*32 = 49152, 2 MoE layers; the
+    # shared expert is always active: unused 2 * 49152 * 6/8 = 73728.
+    ("qwen2_moe", 2, 73_728),
+    # DeepSeek-V3: layer 0 dense, layer 1 routed experts 49152 (as Qwen2-MoE): 49152 * 6/8.
+    ("deepseek_v3", 1, 36_864),
+])
+def test_active_params_of_shared_and_fine_grained_experts(name, num_moe_layers, unused):
+    prof = aa.profile(MODELS[name][0](), _ids(), mode="infer", scaling=False)
+    assert prof.num_params - prof.num_active_params == unused
+    assert prof.moe.num_moe_layers == num_moe_layers
+
+
+def test_dense_model_has_all_params_active_and_no_routing():
+    prof = aa.profile(torch.nn.Linear(64, 32), torch.randn(4, 64), mode="infer", scaling=False)
+    # 64*32 weights + 32 biases
+    assert prof.num_active_params == prof.num_params == 2080
+    assert prof.moe is None
+
+
+def test_routing_is_balanced_by_default_and_follows_the_batch():
+    prof = aa.profile(_mixtral(), {"input_ids": torch.zeros(2, SEQ, dtype=torch.long)},
+                      mode="infer")
+    # 2 x 16 tokens, top-2 of 8 experts: 32 * 2 / 8 = 8 tokens per expert per layer.
+    assert prof.moe.tokens_per_expert == 8.0
+    assert prof.moe.max_tokens_per_expert == 8.0
+    assert any("balanced routing" in n for n in prof.notes)
+    # At batch 8: 128 tokens * 2 / 8 = 32.
+    assert prof.at(batch_size=8).moe.tokens_per_expert == 32.0
+
+
+def test_measured_imbalance_sets_the_most_loaded_expert():
+    prof = aa.profile(_mixtral(), _ids(), mode="infer", scaling=False, moe_imbalance=1.5)
+    # 16 tokens * 2 / 8 = 4 per expert on average; the busiest gets 1.5x: 6.
+    assert prof.moe.imbalance == 1.5
+    assert prof.moe.max_tokens_per_expert == 6.0
+    assert any("1.5x the mean" in n for n in prof.notes)
+
+
+@pytest.mark.parametrize("bad", [0.5, 9, "high", True])
+def test_imbalance_outside_one_to_num_experts_is_rejected(bad):
+    with pytest.raises(aa.errors.InvalidArgumentError, match=r"moe_imbalance=.*\[1, 8\]"):
+        aa.profile(_mixtral(), _ids(), mode="infer", scaling=False, moe_imbalance=bad)
+
+
+def test_imbalance_for_a_dense_model_is_rejected():
+    with pytest.raises(aa.errors.InvalidArgumentError, match="no mixture-of-experts layers"):
+        aa.profile(torch.nn.Linear(8, 8), torch.randn(2, 8), moe_imbalance=1.2)
