@@ -44,8 +44,8 @@ GEMM_PACKETS = {
     aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.matmul, aten.linear, aten._addmm_activation,
     aten._int_mm, aten._weight_int8pack_mm, aten._scaled_mm,
 }
-# Grouped GEMMs: one kernel for all experts of a mixture-of-experts layer (transformers 5 runs
-# experts through ``torch._grouped_mm``); torch's flop counter has no formula for them.
+#: Grouped GEMMs: mixture-of-experts layers run every expert's tokens in one call (transformers
+#: 5 ``grouped_mm`` experts). flop_counter does not count them.
 GROUPED_GEMM_PACKETS = {getattr(aten, name) for name in ("_grouped_mm", "_scaled_grouped_mm")
                         if hasattr(aten, name)}
 GEMM_PACKETS |= GROUPED_GEMM_PACKETS
@@ -161,24 +161,21 @@ def cpu_flash_attention_backward_flops(args, out) -> int:
 
 
 def grouped_mm_flops(args, out) -> int:
-    """``aten._grouped_mm(mat_a, mat_b, offs, ...)`` (and ``_scaled_grouped_mm``, same first two
-    arguments): every row of ``mat_a`` goes through one group's matrix, so the FLOPs do not
-    depend on how rows are split between groups (the routing) and no tensor value is read.
+    """``aten._grouped_mm(a, b, offs=None, ...)``: every output element is one dot product over
+    the contraction dimension, ``2 x out.numel() x K``.
 
-    - 2D x 3D, ``(S, K) @ (G, K, N)`` (expert forward): ``2 S K N``.
-    - 2D x 2D, ``(M, S) @ (S, N) -> (G, M, N)`` (expert weight gradient, the contraction
-      split into groups): ``2 M S N``.
-    - 3D x 2D, ``(G, M, K) @ (K, N_total)`` (output columns split): ``2 M K N_total``.
-    - 3D x 3D, ``(G, M, K) @ (G, K, N)`` (a plain batched GEMM): ``2 G M K N``.
+    * 2-D ``a`` (tokens of all groups, K) x 3-D ``b`` (groups, K, N), rows split by ``offs``
+      (the MoE forward): out is (tokens, N), so ``2 x tokens x K x N`` whatever the routing;
+    * 3-D x 3-D (groups, M, K) x (groups, K, N): ``2 x groups x M x K x N``;
+    * 3-D ``a`` x 2-D ``b``: out (tokens, N) again, K = ``a``'s last dimension;
+    * 2-D x 2-D with ``offs`` (the weight gradient, the contraction split in groups): out is
+      (groups, M, N) and each group contracts over its own slice, ``2 x M x N x total K``.
     """
-    a, b = args[0].shape, args[1].shape
-    if len(a) == 3 and len(b) == 3:
-        return 2 * int(a[0]) * int(a[1]) * int(a[2]) * int(b[2])
-    if len(a) == 2 and len(b) == 3:
-        return 2 * int(a[0]) * int(a[1]) * int(b[2])
-    # 2D x 2D and 3D x 2D: each group multiplies its slice, the slices cover b once.
-    m = int(a[-2]) if len(a) == 3 else int(a[0])
-    return 2 * m * int(b[0]) * int(b[1])
+    a, b = args[0], args[1]
+    outs = out if isinstance(out, torch.Tensor) else out[0]
+    if a.dim() == 2 and b.dim() == 2:
+        return 2 * a.shape[0] * a.shape[1] * b.shape[1]
+    return 2 * outs.numel() * a.shape[-1]
 
 
 EXTRA_FLOPS = {
