@@ -235,6 +235,38 @@ class Recommendation:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MoERouting:
+    """How the tokens of one step are routed to the experts of each mixture-of-experts layer.
+
+    Fake and meta inputs route every token to the same experts, so the profile assumes the
+    load of a trained, balanced router unless a measured imbalance is given.
+    """
+
+    num_experts: int
+    """Routed experts per layer (shared experts not included)."""
+    top_k: int
+    """Experts each token is sent to."""
+    num_moe_layers: int
+    expert_params: int
+    """Parameters of all routed experts of all layers."""
+    tokens_per_expert: float
+    """Mean tokens per expert per layer in one step: ``tokens x top_k / num_experts``."""
+    imbalance: float = 1.0
+    """Most loaded expert's tokens over the mean, in [1, num_experts]; 1 is balanced."""
+
+    def __post_init__(self) -> None:
+        if not 1.0 <= self.imbalance <= self.num_experts:
+            raise InvalidArgumentError(
+                f"imbalance={self.imbalance!r} is not valid: expected a number in "
+                f"[1, {self.num_experts}] (the number of experts).")
+
+    @property
+    def max_tokens_per_expert(self) -> float:
+        """Tokens of the most loaded expert per layer in one step."""
+        return self.tokens_per_expert * self.imbalance
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelProfile:
     """What one step of a model costs: FLOPs, bytes and memory, per op and per module.
 
@@ -289,8 +321,15 @@ class ModelProfile:
     scaling: Any = None
     """Private: per-quantity polynomial coefficients in (batch, seq) used by
     :func:`aiadvisor.profiler.rescale`."""
+    num_active_params: int | None = None
+    """Parameters one token goes through: ``num_params`` less the routed experts it is not sent
+    to; equal to ``num_params`` for a dense model (the default when not given)."""
+    moe: MoERouting | None = None
+    """Expert routing of a mixture-of-experts model, None for a dense model."""
 
     def __post_init__(self) -> None:
+        if self.num_active_params is None:
+            object.__setattr__(self, "num_active_params", self.num_params)
         if self.path not in PROFILE_PATHS:
             raise InvalidArgumentError(
                 f"path={self.path!r} is not valid: expected one of {', '.join(PROFILE_PATHS)}."

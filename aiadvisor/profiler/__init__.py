@@ -36,7 +36,7 @@ __all__ = ["TracedProfile", "profile", "rescale"]
 def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: str = "adamw",
             precision: str = "fp32", measure: bool = False, model_name: str | None = None,
             scaling: bool = True, repeated_blocks: bool = True,
-            measure_steps: int = 5) -> ModelProfile:
+            measure_steps: int = 5, moe_imbalance: float | None = None) -> ModelProfile:
     """Profile one step of ``model`` on ``example_inputs`` without changing either.
 
     Parameters
@@ -63,6 +63,13 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
         Trace at a few more batch sizes / sequence lengths so ``prof.at(...)`` needs no re-trace.
     repeated_blocks : bool
         Trace one of N identical blocks and multiply (exact for identical layers).
+    measure_steps : int
+        Steps timed when ``measure`` is set.
+    moe_imbalance : float, optional
+        Mixture-of-experts models only: a measured load imbalance, the most loaded expert's
+        tokens over the mean, in [1, number of experts]. Routing on fake/meta inputs is
+        degenerate, so by default the profile assumes balanced routing (1.0); either way
+        ``prof.moe`` records it and ``prof.notes`` says so.
 
     Returns
     -------
@@ -89,13 +96,17 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     check_choice("precision", precision, PRECISIONS)
     from . import inputs as inputs_mod
     from .blocks import find_repeated_blocks
+    from .moe import check_imbalance, find_experts
 
+    experts = find_experts(model)
+    imbalance = check_imbalance(moe_imbalance, experts)
     spec = inputs_mod.normalize(example_inputs)
     plan = find_repeated_blocks(model) if repeated_blocks else None
     with _preserve_rng():
         with quiet.torch_logs_collected() as records:
             prof = _profile(model, spec, plan, mode=mode, optimizer=optimizer,
-                            precision=precision, model_name=model_name, scaling=scaling)
+                            precision=precision, model_name=model_name, scaling=scaling,
+                            experts=experts, imbalance=imbalance)
         note = quiet.summary(records)
         if note:
             prof = dataclasses.replace(prof, notes=(*prof.notes, note))
@@ -107,13 +118,15 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     return prof
 
 
-def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scaling):
+def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scaling,
+             experts=None, imbalance=1.0):
     import dataclasses
 
     result, path, plan, notes = _first_trace(model, spec, mode=mode, precision=precision,
                                              plan=plan)
     static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
                      precision=precision, model_name=model_name, notes=notes)
+    _record_experts(static, experts, imbalance)
     _record_position_limit(static, model, spec.seq_len)
     base = (spec.batch_size, spec.seq_len)
     dyn = _dynamic(result, plan, static)
@@ -130,6 +143,18 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
     if fitted is not None:
         prof = dataclasses.replace(prof, scaling={"fit": fitted, "static": static})
     return prof
+
+
+def _record_experts(static: dict[str, Any], experts, imbalance: float) -> None:
+    from .moe import num_active_params, routing_note
+
+    static["num_active_params"] = num_active_params(static["num_params"], experts)
+    if experts is None:
+        return
+    static["moe"] = {"num_experts": experts.num_experts, "top_k": experts.top_k,
+                     "num_moe_layers": experts.num_moe_layers,
+                     "expert_params": experts.expert_params, "imbalance": imbalance}
+    static["notes"].append(routing_note(experts, imbalance))
 
 
 def _record_position_limit(static: dict[str, Any], model, seq_len: int | None) -> None:
@@ -185,6 +210,7 @@ def _first_trace(model, spec, *, mode, precision, plan):
             notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
                          f"{p.path!r} and multiplied")
         result.real_batch_size = batch
+        notes.extend(result.notes)
         return result, path, p, notes
     if _looks_like_input_error(last_exc):
         raise ModelInputError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import MemoryBreakdown, ModuleRecord, OpRecord
+from ..schema import MemoryBreakdown, ModuleRecord, MoERouting, OpRecord
 from .scaling import TracedProfile
 
 SEP = "|"
@@ -82,7 +82,18 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         max_seq_len=static.get("max_seq_len"),
         max_seq_len_source=static.get("max_seq_len_source", ""),
         notes=tuple(static["notes"]),
+        num_active_params=static.get("num_active_params"),
+        moe=_moe_routing(static.get("moe"), batch_size=batch_size, seq_len=seq_len),
     )
+
+
+def _moe_routing(moe: dict[str, Any] | None, *, batch_size: int,
+                 seq_len: int | None) -> MoERouting | None:
+    """Balanced routing sends ``tokens x top_k / num_experts`` tokens to each expert."""
+    if moe is None:
+        return None
+    tokens = batch_size * (seq_len or 1)
+    return MoERouting(tokens_per_expert=tokens * moe["top_k"] / moe["num_experts"], **moe)
 
 
 def _ops(static: dict[str, Any], dyn: dict[str, float]):

@@ -16,7 +16,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from .opinfo import BYTES_RULES, EXTRA_FLOPS, HIDDEN_BYTES, METADATA_OPS, VIEW_PACKETS, op_class
+from .opinfo import (
+    BYTES_RULES,
+    EXTRA_FLOPS,
+    GROUPED_GEMM_PACKETS,
+    HIDDEN_BYTES,
+    METADATA_OPS,
+    VIEW_PACKETS,
+    op_class,
+)
 
 
 @dataclass
@@ -192,6 +200,8 @@ class Recorder(TorchDispatchMode):
         # storage id -> (category, nbytes, module, phase); kept while the storage lives.
         self.storages: dict[int, tuple[str, int, str, str]] = {}
         self._refs: dict[int, weakref.finalize] = {}
+        self.notes: set[str] = set()
+        """What the trace did differently from a real step (said in ``prof.notes``)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
@@ -238,9 +248,27 @@ class Recorder(TorchDispatchMode):
         if (packet not in flop_registry and packet not in EXTRA_FLOPS
                 and packet not in VIEW_PACKETS and _DECOMP_HAS_FLOPS.get(func, True)):
             inner_flops = _decomposed_flops(func, args, kwargs)
-        out = func(*args, **kwargs)
+        if packet in GROUPED_GEMM_PACKETS and self.fake_kernels:
+            out = self._grouped_mm_any_dtype(func, args, kwargs)
+        else:
+            out = func(*args, **kwargs)
         self._record(func, packet, args, kwargs, out, inner_flops)
         return out
+
+    def _grouped_mm_any_dtype(self, func, args, kwargs):
+        """PyTorch's grouped GEMM checks for BF16 inputs even on fake/meta tensors (2.13), so an
+        FP32 or FP16 mixture-of-experts model cannot be traced as is: the shapes are computed in
+        BF16 and the output converted back. Bytes and FLOPs are recorded from the real arguments,
+        so they are those of the model's own dtype."""
+        a, b = args[0], args[1]
+        if a.dtype == torch.bfloat16 and b.dtype == torch.bfloat16:
+            return func(*args, **kwargs)
+        dtype = kwargs.get("out_dtype") or a.dtype
+        cast = (a.to(torch.bfloat16), b.to(torch.bfloat16), *args[2:])
+        self.notes.add(f"mixture-of-experts grouped GEMMs traced in bfloat16 (the kernel accepts "
+                       f"no {a.dtype}) and counted in {dtype}")
+        rest = {k: v for k, v in kwargs.items() if k != "out_dtype"}
+        return func(*cast, **rest).to(dtype)
 
     def _record(self, func, packet, args, kwargs, out, inner_flops=None) -> None:
         flat_out, _ = tree_flatten(out)

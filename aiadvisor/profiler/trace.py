@@ -35,6 +35,7 @@ class TraceResult:
     block_output_bytes: int = 0
     compute_dtype: str = "float32"
     real_batch_size: int = 0
+    notes: tuple[str, ...] = ()
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -187,7 +188,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         grads_bytes=grads_bytes, peak_bytes=peak, live_after_step_bytes=live_after,
         max_param_bytes=max_param, block_activation_bytes=block_act,
         block_output_bytes=block_out[0] if block_out else 0,
-        compute_dtype=compute_dtype,
+        compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
     )
 
 
