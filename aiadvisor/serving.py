@@ -66,13 +66,10 @@ def _generation_profile(model_or_profile: Any, example_inputs: Any, prompt_len: 
 
 
 def _spec(hardware: Any) -> HardwareSpec:
-    from .costmodel import resolve_hardware
+    """As :func:`aiadvisor.advise` resolves ``hardware`` (None: the attached device)."""
+    from .api import _resolve_hardware
 
-    if hardware is None:
-        from .hardware import detect
-
-        return detect()
-    return resolve_hardware(hardware)
+    return _resolve_hardware(hardware)
 
 
 def predict_generation(model_or_profile: Any, example_inputs: Any = None, *,
