@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +62,7 @@ Progress = Callable[[float, str], None]
 
 @dataclass(frozen=True, kw_only=True)
 class MatmulPoint:
-    """One square matmul ``(n, n) @ (n, n)``: 2 n^3 FLOPs in ``seconds`` (fastest call)."""
+    """One square matmul ``(n, n) @ (n, n)``: 2 n^3 FLOPs in ``seconds`` (median)."""
 
     precision: str
     n: int
@@ -269,13 +270,14 @@ def _store(path: Path, result: BenchmarkResult) -> str | None:
 
 def _time_op(fn: Callable[[], Any], *, sync: Callable[[], None], min_time_s: float,
              max_reps: int = 50) -> float:
-    """Fastest seconds per call of ``fn`` after one warm-up call; at least 3 timed calls,
+    """Median seconds per call of ``fn`` after one warm-up call; at least 3 timed calls,
     more until ``min_time_s`` of timed work or ``max_reps``.
 
-    The fastest call, not the median: other processes on the machine only ever slow a call
-    down, so the fastest of several is the best estimate of what the device itself can do (the
-    reasoning behind ``timeit``'s advice), and a benchmark cached on a busy machine would
-    otherwise mislead every later prediction.
+    The median, not the fastest call: the cost model predicts steady steps, and on the 2-core
+    development machine fastest-call calibration predicted all 12 steps of
+    bench/costmodel_local_cpu.py too fast (MAPE 21.7 %, against 14.8 % with the median in the
+    same session). A busy moment is caught by
+    :func:`stalled_sizes` instead.
     """
     fn()
     sync()
@@ -288,7 +290,7 @@ def _time_op(fn: Callable[[], Any], *, sync: Callable[[], None], min_time_s: flo
         elapsed = time.perf_counter() - start
         times.append(elapsed)
         total += elapsed
-    return min(times)
+    return statistics.median(times)
 
 
 def text_progress(stream: Any = None, width: int = 24) -> Progress:
@@ -482,7 +484,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     bandwidth_bytes : int, optional
         Size of each tensor of the copy/add bandwidth test (default 256 MiB CPU, 1 GiB GPU).
     min_time_s : float
-        Timed work per measurement point (at least 3 timed calls, the fastest reported).
+        Timed work per measurement point (at least 3 timed calls, median reported).
     refresh : bool
         Ignore the cache and measure again.
     cache_dir : path, optional

@@ -49,7 +49,7 @@ OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
 @dataclass(frozen=True, kw_only=True)
 class OpPoint:
     """One timed call: ``op`` (aten name as the profiler records it, e.g. ``aten.gelu``) of
-    ``family``, moving ``num_bytes`` and doing ``flops`` in ``seconds`` (fastest call)."""
+    ``family``, moving ``num_bytes`` and doing ``flops`` in ``seconds`` (median)."""
 
     op: str
     family: str
