@@ -303,10 +303,10 @@ class Report:
         ----------
         **changes
             Any of ``hardware``, ``num_devices``, ``precision``, ``batch_size``, ``seq_len``,
-            ``budget_usd_per_hour``. ``hardware`` is a catalog name, a HardwareSpec (e.g.
-            ``report.hardware_spec`` of another report), ``"local"`` or None (the attached
-            device); a name equal to the current target's keeps the resolved spec (no second
-            lookup or benchmark).
+            ``budget_usd_per_hour``, ``price``. ``hardware`` is a catalog name, a HardwareSpec
+            (e.g. ``report.hardware_spec`` of another report), ``"local"`` or None (the
+            attached device); a name equal to the current target's keeps the resolved spec (no
+            second lookup or benchmark).
 
         Examples
         --------
@@ -340,6 +340,7 @@ class Report:
             "parallel": self.parallel.to_dict(orient="records"),
             "parallel_advice": self.parallel.attrs.get("advice", ""),
             "hardware_note": self.hardware.attrs.get("precision_note", ""),
+            "price_note": self.hardware.attrs.get("price_note", ""),
         }
         if self._serving is not None:
             data["generation"] = dataclasses.asdict(self.generation)
@@ -417,7 +418,7 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            hardware: str | HardwareSpec | None = None, num_devices: int | None = None,
            precision: str | None = None, batch_size: int | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
-           model_name: str = "model", inputs_name: str = "x",
+           price: Any = None, model_name: str = "model", inputs_name: str = "x",
            optimizer_name: str = "optimizer", optimizer: str | None = None,
            measure: bool | None = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
@@ -453,6 +454,13 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         Advise for another batch size / sequence length than the example's (no re-trace).
     budget_usd_per_hour : float, optional
         Marks the hardware rows within budget and names the fastest of them.
+    price : str, dict or aiadvisor.hardware.PriceRule, optional
+        How the hardware ranking prices a device-hour: ``"rent"`` (default: the rental price
+        where a device has one, else its purchase amortised over 3 years at 50 % use plus TDP
+        power at 0.15 $/kWh), ``"own"`` (the amortised purchase where there is one), or a
+        mapping / :class:`~aiadvisor.hardware.PriceRule` that also sets ``years``,
+        ``utilisation`` and ``usd_per_kwh``. Each ranked row's ``price_basis`` says which price
+        it used, its source and its date.
     model_name, inputs_name, optimizer_name : str
         The variable names the generated code uses (validated Python identifiers).
     optimizer : str, optional
@@ -490,7 +498,7 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,
                       call_style=_call_style(example_inputs))
     options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
-               "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour}
+               "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour, "price": price}
     check_options(options)
     serving = None
     if mode is not None:

@@ -46,7 +46,8 @@ def ip(shell):
     for name in ("model", "x"):
         shell.user_ns.pop(name, None)
     for trait in ("default_mode", "default_hardware", "default_devices", "default_precision",
-                  "widgets", "offline_charts"):
+                  "widgets", "offline_charts", "price_basis", "price_years",
+                  "price_utilisation", "price_usd_per_kwh"):
         magics.set_trait(trait, magics.trait_defaults(trait))
     magics.last_view = magics.last_call = magics.last_verification = None
 
@@ -139,6 +140,20 @@ def test_config_sets_defaults(ip):
     assert (magics.default_mode, magics.default_devices) == ("infer", 8)
 
 
+def test_config_sets_the_price_rule_advise_uses(ip):
+    magics = ip.find_magic("advise").__self__
+    assert magics._price_rule() is None  # all defaults: advise() keeps its own defaults
+    ip.run_cell('%config Advisor.price_basis = "OWN"')
+    ip.run_cell("%config Advisor.price_years = 4")
+    rule = magics._price_rule()
+    assert rule == {"basis": "own", "years": 4.0, "utilisation": 0.5, "usd_per_kwh": 0.15}
+    from aiadvisor.hardware import PriceRule, get
+
+    # What advise(price=rule) does with it: RTX 4090 1599 / (4 * 8760 * 0.5) + 0.45 * 0.15.
+    assert PriceRule.from_value(rule).quote(get("RTX 4090")).usd_per_hour == pytest.approx(
+        1599 / 17520 + 0.0675)
+
+
 _PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf4'"
 
 
@@ -168,8 +183,17 @@ _PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf
                                "name (e.g. 'NVIDIA H100 SXM'), 'local' or ''"),
     ('precision = "bf16"', "Advisor has no setting 'precision': expected one of "
                            "'default_devices', 'default_hardware', 'default_mode', "
-                           "'default_precision', 'offline_charts', 'widgets'. Did you mean "
-                           "'default_precision'?"),
+                           "'default_precision', 'offline_charts', 'price_basis', "
+                           "'price_usd_per_kwh', 'price_utilisation', 'price_years', "
+                           "'widgets'. Did you mean 'default_precision'?"),
+    ('price_basis = "lease"', "Advisor.price_basis='lease' is not valid: expected one of "
+                              "'rent', 'own'."),
+    ("price_utilisation = 1.5", "Advisor.price_utilisation=1.5 is not valid: expected a "
+                                "fraction > 0 and <= 1."),
+    ('price_years = "4"', "Advisor.price_years='4' is not valid: expected a number of years > "
+                          "0. Did you mean 4 (a number, without quotes)?"),
+    ("price_usd_per_kwh = -0.1", "Advisor.price_usd_per_kwh=-0.1 is not valid: expected a "
+                                 "price in USD per kWh >= 0."),
 ])
 def test_config_rejects_bad_values_naming_the_setting_and_choices(ip, caplog, line, expected):
     magics = ip.find_magic("advise").__self__

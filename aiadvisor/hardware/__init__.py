@@ -13,7 +13,7 @@ from __future__ import annotations
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
 from .lookup import find, get, resolve
-from .pricing import hourly_cost
+from .pricing import PriceQuote, PriceRule, hourly_cost
 from .spec_table import (
     COLUMNS,
     FIGURE_COLUMNS,
@@ -35,6 +35,8 @@ __all__ = [
     "CpuInfo",
     "DetectedDevice",
     "MatmulPoint",
+    "PriceQuote",
+    "PriceRule",
     "all_specs",
     "benchmark",
     "cache_directory",

@@ -349,8 +349,8 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
                    kind: str | None = None, vendor: str | None = None,
                    name: str | None = None, min_memory_gb: float | None = None,
                    max_usd_per_hour: float | None = None, years: float | None = None,
-                   utilisation: float | None = None, usd_per_kwh: float | None = None
-                   ) -> pd.DataFrame:
+                   utilisation: float | None = None, usd_per_kwh: float | None = None,
+                   basis: str | None = None) -> pd.DataFrame:
     """The catalog rows that match every filter given, in table order.
 
     Parameters
@@ -366,8 +366,9 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     max_usd_per_hour : float, optional
         Only devices that cost at most this much per busy hour: the rental price, else the
         purchase price amortised by :func:`aiadvisor.hardware.pricing.hourly_cost` (``years``,
-        ``utilisation`` and ``usd_per_kwh`` are passed on; None keeps its defaults). Devices
-        with no price are left out.
+        ``utilisation``, ``usd_per_kwh`` and ``basis`` ("rent" or "own", for devices priced
+        both ways) are passed on; None keeps its defaults). Devices with no price are left
+        out.
 
     Returns
     -------
@@ -411,7 +412,8 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     if max_usd_per_hour is not None:
         budget = bound("max_usd_per_hour", max_usd_per_hour)
         assumptions = {k: v for k, v in (("years", years), ("utilisation", utilisation),
-                                         ("usd_per_kwh", usd_per_kwh)) if v is not None}
+                                         ("usd_per_kwh", usd_per_kwh), ("basis", basis))
+                       if v is not None}
         cost = table.apply(lambda row: hourly_cost(row, **assumptions), axis=1,
                            result_type="reduce") if len(table) else table["usd_per_hour"]
         table = table.assign(cost_per_hour=cost.astype("float64"))

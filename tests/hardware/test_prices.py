@@ -215,3 +215,42 @@ def test_new_prices_match_the_arithmetic_of_their_sources(table):
     # Apple chips are priced as the cheapest Mac that has them, and the note says so.
     assert rows.loc["Apple M4 (10-core GPU)", "usd_purchase"] == 599
     assert "whole Mac mini" in rows.loc["Apple M4 (10-core GPU)", "notes"]
+
+
+# --- the price rule: rent or own, user-changeable amortisation ---------------------------------
+
+def test_price_rule_rent_or_own_for_a_device_priced_both_ways():
+    from aiadvisor.hardware import PriceRule
+
+    pro = get("RTX PRO 6000")  # rent 0.66 $/h (packet.ai) and MSRP 8,565 USD, 600 W
+    rent = PriceRule().quote(pro)
+    assert (rent.basis, rent.usd_per_hour, rent.price_date) == ("rent", 0.66, "2026-06")
+    assert rent.text.startswith("rent 0.66 $/h (") and "packet.ai" in rent.text
+    # Owning: 8565 / (3 * 8760 * 0.5) = 0.65183 $/h plus 600 W at 0.15 $/kWh = 0.09: 0.74183.
+    own = PriceRule(basis="own").quote(pro)
+    assert own.basis == "own" and own.usd_per_hour == pytest.approx(0.74183, abs=1e-5)
+    assert "8,565 USD over 3 y at 50% use + 600 W at 0.15 $/kWh" in own.text
+    # Four years, always busy, 0.30 $/kWh: 8565 / 35040 + 0.6 * 0.30 = 0.42443 $/h.
+    custom = PriceRule.from_value({"basis": "own", "years": 4, "utilisation": 1.0,
+                                   "usd_per_kwh": 0.30})
+    assert custom.quote(pro).usd_per_hour == pytest.approx(8565 / 35040 + 0.18, abs=1e-6)
+    # A device with one kind of price uses it whatever the basis: the H100 SXM only rents.
+    assert PriceRule(basis="own").quote(get("H100 SXM")).usd_per_hour == 3.78
+    assert PriceRule().quote(get("Ascend 910B")) is None
+    assert hourly_cost(pro, basis="own") == pytest.approx(0.74183, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragments"),
+    [("lease", ["basis='lease'", "'rent', 'own'"]),
+     ({"basis": "own", "year": 4}, ["unknown key(s) year", "basis, years, utilisation"]),
+     ({"utilisation": 2}, ["utilisation=2", "at most 1"]),
+     (3.5, ["price=3.5", "'rent', 'own'"])],
+)
+def test_price_rule_rejects_bad_values(value, fragments):
+    from aiadvisor.hardware import PriceRule
+
+    with pytest.raises(InvalidArgumentError) as info:
+        PriceRule.from_value(value)
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
