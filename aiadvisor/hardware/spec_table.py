@@ -188,9 +188,14 @@ def _check_price(row: dict[str, Any], *, source: str, line: int, require_source:
         _fail(source, line, name, "usd_purchase", f"{purchase:g}",
               f"is not valid: expected the purchase price of one device (at least "
               f"{_MIN_USD_PURCHASE:g} USD); an hourly price goes in 'usd_per_hour'.")
-    if hourly is None and purchase is None:
-        return
     kind = row.get("price_kind")
+    if hourly is None and purchase is None:
+        if kind is not None:  # a price was announced but not given
+            column = _PRICE_COLUMNS[kind][0]
+            _fail(source, line, name, column, "",
+                  f"is missing for price_kind {kind!r}: give the price, or leave price_kind "
+                  "blank to use the row without a price.")
+        return
     if kind is None:
         if not require_source:
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 
 import pytest
 
@@ -20,7 +21,8 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 def _names(text: str) -> list[str]:
     lines = text.splitlines()
-    body = lines[2:lines.index("") - 1]  # header, rule, rows..., count line, blank
+    end = next(i for i, line in enumerate(lines) if re.match(r"\d+ device\(s\)", line))
+    body = lines[2:end]  # header, rule, rows..., count line (and the price rule), blank
     return [line.split("  ")[0] for line in body]
 
 
@@ -129,3 +131,22 @@ def test_budget_option_is_registered():
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     assert "--max-usd-per-hour" in parser.format_help()
+
+
+def test_owning_and_amortisation_flags_change_the_budget_filter():
+    # RTX PRO 6000 Blackwell rents for 0.66 $/h and sells for 8,565 USD (600 W). Renting it is
+    # within 0.7 $/h; owning it costs 8565/13140 + 0.6*0.15 = 0.742 $/h, over budget; written
+    # off over 6 years it costs 8565/26280 + 0.09 = 0.416 $/h, within again.
+    name = "RTX PRO 6000"
+    _, out, _ = _run("--name", name, "--max-usd-per-hour", "0.7", "--no-detect")
+    assert _names(out) == ["NVIDIA RTX PRO 6000 Blackwell"]
+    assert "rental price where a device has one" in out and "cost $/h" in out
+    _, out, _ = _run("--name", name, "--max-usd-per-hour", "0.7", "--own", "--no-detect")
+    assert _names(out) == []
+    _, out, _ = _run("--name", name, "--max-usd-per-hour", "0.7", "--own", "--years", "6",
+                     "--no-detect")
+    assert _names(out) == ["NVIDIA RTX PRO 6000 Blackwell"]
+    assert out.splitlines()[2].split()[-1] == f"{8565 / 26280 + 0.09:.3g}"  # the cost column
+    assert "written off over 6 years" in out
+    code, out, err = _run("--max-usd-per-hour", "1", "--utilisation", "1.5", "--no-detect")
+    assert code == 2 and "utilisation=1.5" in err and "at most 1" in err

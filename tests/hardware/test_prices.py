@@ -254,3 +254,52 @@ def test_price_rule_rejects_bad_values(value, fragments):
         PriceRule.from_value(value)
     for fragment in fragments:
         assert fragment in str(info.value), (fragment, str(info.value))
+
+
+# --- bad prices in a user CSV ---------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        # Missing: a price kind with no price.
+        ("name,usd_per_hour,price_kind\nX,,rent\n",
+         ["row 1", "'X'", "column 'usd_per_hour'", "is missing for price_kind 'rent'",
+          "leave price_kind blank"]),
+        # Not a number (a currency sign and a thousands separator).
+        ("name,usd_purchase\nA,1599\nB,\"$1,599\"\n",
+         ["row 2", "'B'", "column 'usd_purchase'", "'$1,599'", "not a number"]),
+        # Negative.
+        ("name,usd_purchase,price_kind\nX,-1599,buy\n",
+         ["row 1", "column 'usd_purchase'", "'-1599'"]),
+        # A purchase price in the hourly column, and an hourly price in the purchase column.
+        ("name,usd_per_hour,price_kind\nNVIDIA L4,2500,rent\n",
+         ["row 1", "column 'usd_per_hour'", "'2500'", "a purchase price goes in 'usd_purchase'"]),
+        ("name,usd_purchase,price_kind\nNVIDIA L4,0.8,buy\n",
+         ["column 'usd_purchase'", "'0.8'", "an hourly price goes in 'usd_per_hour'"]),
+    ],
+)
+def test_user_csv_price_errors_name_the_row_and_column(tmp_path, text, fragments):
+    with pytest.raises(HardwareCatalogError) as info:
+        catalog(_csv(tmp_path, text))
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_a_user_row_without_a_price_is_ranked_without_one_and_the_report_says_so(tmp_path):
+    from aiadvisor.hardware import all_specs
+    from aiadvisor.recommend.predictor import Predictor
+    from aiadvisor.recommend.ranking import rank_hardware
+    from tests.recommend.conftest import make_profile
+
+    path = _csv(tmp_path, "name,vendor,kind,memory_gb,memory_bw_gbs,bf16_tflops,fp32_tflops\n"
+                          "Acme NPU 1,Acme,npu,64,1000,400,50\n")
+    specs = [s for s in all_specs(path) if s.name in ("Acme NPU 1", "NVIDIA L4")]
+    prof = make_profile(num_params=1_000_000, batch_size=4, mode="infer", optimizer="none")
+    table = rank_hardware(prof, specs=specs, precision=None, num_devices=1,
+                          predictor=Predictor()).set_index("hardware")
+    acme = table.loc["Acme NPU 1"]
+    assert acme["throughput"] > 0  # predicted from its figures...
+    assert math.isnan(acme["usd_per_hour"]) and math.isnan(acme["cost_per_million_samples_usd"])
+    assert acme["price_basis"] == "no price in the catalog" and not acme["pareto"]
+    assert "1 device(s) have no price in the catalog" in table.attrs["price_note"]
+    assert table.loc["NVIDIA L4", "usd_per_hour"] == 0.8  # the shipped row keeps its price
