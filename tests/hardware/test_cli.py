@@ -107,12 +107,14 @@ def test_edge_devices_within_a_budget():
     # priced edge row is far below 2 $/h once amortised (13140 h, 0.15 $/kWh):
     # Jetson AGX Thor 3499/13140 + 0.130*0.15 = 0.286; AGX Orin 1999/13140 + 0.060*0.15 =
     # 0.161; Orin Nano 499/13140 + 0.015*0.15 = 0.040; Orin Nano Super 249/13140 + 0.025*0.15
-    # = 0.023; Mac mini M4 for its Neural Engine 599/13140 = 0.046; AI HAT+ 110/13140 +
-    # 0.0025*0.15 = 0.0087; Raspberry Pi 5 80/13140 = 0.0061; Coral 75/13140 + 0.002*0.15 =
-    # 0.0060. Unpriced edge rows (Orin NX 16GB, Snapdragon X Elite NPU) are left out.
+    # = 0.023; Orin NX 16GB module 599/13140 + 0.025*0.15 = 0.049; Mac mini M4 for its
+    # Neural Engine 599/13140 = 0.046; AI HAT+ 110/13140 + 0.0025*0.15 = 0.0087; Raspberry Pi 5
+    # 80/13140 = 0.0061; Coral 75/13140 + 0.002*0.15 = 0.0060. The unpriced Snapdragon X
+    # Elite NPU is left out.
     code, out, _ = _run("--kind", "edge", "--max-usd-per-hour", "2", "--no-detect")
     assert code == 0 and sorted(_names(out)) == sorted([
         "NVIDIA Jetson AGX Thor", "NVIDIA Jetson AGX Orin 64GB", "NVIDIA Jetson Orin Nano 8GB",
+        "NVIDIA Jetson Orin NX 16GB",
         "NVIDIA Jetson Orin Nano Super 8GB", "Apple M4 Neural Engine",
         "Raspberry Pi AI HAT+ 26 TOPS", "Raspberry Pi 5 8GB", "Google Coral USB Accelerator"])
     # One cent per busy hour keeps the three cheapest: Coral, Pi 5, AI HAT+.
