@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import AIAdvisorError, InvalidArgumentError, check_choice
-from .spec_table import KINDS
+from .spec_table import KINDS, SEGMENTS
 
 __all__ = ["add_arguments", "format_table", "run"]
 
 #: (column, header, format) of the printed table; blank cells print as "-" (unknown).
 _TABLE = (
-    ("name", "name", "{}"), ("kind", "kind", "{}"), ("memory_gb", "mem GB", "{:g}"),
+    ("name", "name", "{}"), ("kind", "kind", "{}"), ("segment", "segment", "{}"),
+    ("memory_gb", "mem GB", "{:g}"),
     ("memory_bw_gbs", "mem GB/s", "{:g}"), ("fp32_tflops", "fp32", "{:g}"),
     ("bf16_tflops", "bf16", "{:g}"), ("fp16_tflops", "fp16", "{:g}"),
     ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("tdp_w", "W", "{:g}"),
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``aiadvisor hardware`` options to ``parser``."""
     parser.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google)")
     parser.add_argument("--kind", help=f"only this kind: {', '.join(KINDS)}")
+    parser.add_argument("--segment", help=f"only devices sold for: {', '.join(SEGMENTS)}")
     parser.add_argument("--min-memory-gb", type=float, default=None, metavar="GB",
                         help="only devices with at least this much memory")
     parser.add_argument("--max-usd-per-hour", type=float, default=None, metavar="USD",
@@ -73,7 +75,7 @@ def format_table(table: Any) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(spec))]
     lines = []
     for j, r in enumerate(rows):
-        cells = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -86,12 +88,15 @@ def _filter(table: Any, args: argparse.Namespace) -> Any:
     kind = args.kind
     if kind is not None:
         check_choice("--kind", kind.lower(), KINDS)
+    segment = getattr(args, "segment", None)
+    if segment is not None:
+        check_choice("--segment", segment.lower(), SEGMENTS)
     budget = getattr(args, "max_usd_per_hour", None)
     if budget is not None and not budget >= 0:
         raise InvalidArgumentError(
             f"--max-usd-per-hour={budget!r} is not valid: expected a non-negative number of "
             "USD per device-hour.")
-    return filter_catalog(table, kind=kind, vendor=args.vendor, name=args.name,
+    return filter_catalog(table, kind=kind, segment=segment, vendor=args.vendor, name=args.name,
                           min_memory_gb=args.min_memory_gb, max_usd_per_hour=budget,
                           years=getattr(args, "years", None),
                           utilisation=getattr(args, "utilisation", None),

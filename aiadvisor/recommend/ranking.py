@@ -29,8 +29,8 @@ from .predictor import Predictor
 if TYPE_CHECKING:
     import pandas as pd
 
-COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "devices_needed", "fits",
-           "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
+COLUMNS = ["hardware", "vendor", "kind", "segment", "precision", "num_devices", "devices_needed",
+           "fits", "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
            "step_time_high_s", "throughput", "usd_per_hour", "price_basis",
            "cost_per_million_samples_usd", "energy_per_sample_j_upper_bound", "pareto",
            "confidence", "notes"]
@@ -211,7 +211,8 @@ def _choose(prof, spec, requested, num_devices, memory, price: PriceRule) -> _Ch
     nan = float("nan")
     quote = price.quote(spec)
     row: dict[str, Any] = {c: nan for c in COLUMNS}
-    row.update(hardware=spec.name, vendor=spec.vendor, kind=spec.kind, precision="",
+    row.update(hardware=spec.name, vendor=spec.vendor, kind=spec.kind,
+               segment=spec.segment or "", precision="",
                num_devices=num_devices, devices_needed=nan, fits=None, plan="",
                usd_per_hour=quote.usd_per_hour if quote is not None else nan,
                price_basis=quote.text if quote is not None else "no price in the catalog",

@@ -127,20 +127,21 @@ class HardwareView(_View):
         super().__init__(dashboard)
         self.vendor = W.Dropdown(description="vendor", options=["all"], value="all")
         self.kind = W.Dropdown(description="kind", options=["all"], value="all")
+        self.segment = W.Dropdown(description="segment", options=["all"], value="all")
         self.fits_only = W.Checkbox(description="only devices it fits on", value=False)
         # 0 = no limit; the budget is per device-hour, as the $/hour column shows it.
         self.max_usd = W.BoundedFloatText(description="max $/device-hour (0: any)", value=0.0,
                                           min=0.0, max=1000.0, step=0.1,
                                           style={"description_width": "initial"},
                                           layout=W.Layout(width="240px"))
-        for control in (self.vendor, self.kind, self.fits_only, self.max_usd):
+        for control in (self.vendor, self.kind, self.segment, self.fits_only, self.max_usd):
             control.observe(self._on_filter, names="value")
         # Renting vs owning re-prices the ranking (report.with_options(price=...)).
         self.basis = W.ToggleButtons(options=[("rent", "rent"), ("own", "own")], value="rent",
                                      description="price", style={"button_width": "60px"})
         self.basis.observe(self._on_basis, names="value")
-        self.filters = W.HBox([self.vendor, self.kind, self.fits_only, self.max_usd,
-                               self.basis], layout=W.Layout(flex_flow="row wrap"))
+        self.filters = W.HBox([self.vendor, self.kind, self.segment, self.fits_only,
+                               self.max_usd, self.basis], layout=W.Layout(flex_flow="row wrap"))
         self._report: Any = None
 
     def _on_basis(self, change: dict) -> None:
@@ -170,7 +171,8 @@ class HardwareView(_View):
                 self.basis.value = basis
             finally:
                 self.dashboard._syncing = False
-        for control, column in ((self.vendor, "vendor"), (self.kind, "kind")):
+        for control, column in ((self.vendor, "vendor"), (self.kind, "kind"),
+                                (self.segment, "segment")):
             if column in frame.columns:
                 values = ["all", *sorted({str(v) for v in frame[column].dropna()})]
                 if list(control.options) != values:
@@ -182,8 +184,9 @@ class HardwareView(_View):
     def _filtered(self, frame: Any) -> Any:
         if self.vendor.value != "all" and "vendor" in frame.columns:
             frame = frame[frame["vendor"] == self.vendor.value]
-        if self.kind.value != "all" and "kind" in frame.columns:
-            frame = frame[frame["kind"] == self.kind.value]
+        for control, column in ((self.kind, "kind"), (self.segment, "segment")):
+            if control.value != "all" and column in frame.columns:
+                frame = frame[frame[column] == control.value]
         if self.fits_only.value and "fits" in frame.columns:
             frame = frame[frame["fits"].astype(bool)]
         if self.max_usd.value and "usd_per_hour" in frame.columns:

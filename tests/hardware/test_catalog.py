@@ -476,3 +476,34 @@ def test_the_catalog_reaches_75_devices_including_the_issue_15_list():
     names = {get(w).name for w in wanted}
     assert len(names) == len(wanted)
     assert len(catalog()) >= 75
+
+
+def test_every_row_has_a_buyer_segment(table, rows):
+    from aiadvisor.hardware import SEGMENTS, filter_catalog
+
+    assert set(table["segment"]) <= set(SEGMENTS) and (table["segment"] != "").all()
+    # Edge boards and on-device NPUs are the edge segment, and nothing else is.
+    assert ((table["kind"] == "edge") == (table["segment"] == "edge")).all()
+    expected = {"NVIDIA GeForce RTX 4090": "consumer", "AMD Ryzen 9 7950X": "consumer",
+                "Apple M4 (10-core GPU)": "consumer", "NVIDIA H100 SXM": "datacenter",
+                "Intel Xeon Platinum 8480+": "datacenter", "Google TPU v5e": "datacenter",
+                "NVIDIA RTX PRO 6000 Blackwell": "workstation"}
+    for name, segment in expected.items():
+        assert rows.loc[name, "segment"] == segment, name
+    # The workstation segment, listed by hand: pro cards, the DGX Spark and the Max Macs.
+    assert sorted(filter_catalog(table, segment="Workstation")["name"]) == [
+        "Apple M1 Max (32-core GPU)", "Apple M2 Max (38-core GPU)", "Apple M3 Max (40-core GPU)",
+        "Apple M4 Max (40-core GPU)", "NVIDIA DGX Spark (GB10)",
+        "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX PRO 6000 Blackwell"]
+    assert get("RTX 4090").segment == "consumer"
+
+
+def test_a_bad_segment_names_the_choices(tmp_path):
+    from aiadvisor.errors import InvalidArgumentError
+    from aiadvisor.hardware import filter_catalog
+
+    with pytest.raises(InvalidArgumentError, match="segment='cloud'.*'datacenter'"):
+        filter_catalog(segment="cloud")
+    with pytest.raises(HardwareCatalogError) as info:
+        catalog(_csv(tmp_path, "name,segment\nX,cloud\n"))
+    assert "column 'segment'" in str(info.value) and "datacenter, workstation" in str(info.value)

@@ -152,3 +152,17 @@ def test_owning_and_amortisation_flags_change_the_budget_filter():
     assert "written off over 6 years" in out
     code, out, err = _run("--max-usd-per-hour", "1", "--utilisation", "1.5", "--no-detect")
     assert code == 2 and "utilisation=1.5" in err and "at most 1" in err
+
+
+def test_segment_filter_with_a_budget():
+    # Consumer devices within 0.2 $/busy hour (13140 h, 0.15 $/kWh): RX 7900 XTX 0.129, RTX 4080
+    # 0.139, RTX 3090 0.167, RTX 4090 0.189, Mac mini M4 0.046 / M4 Pro 0.106, Ryzen 9 7950X
+    # 699/13140 + 0.170*0.15 = 0.079 and 9950X 649/13140 + 0.170*0.15 = 0.075; the RTX 5090
+    # (0.238) is over.
+    code, out, _ = _run("--segment", "consumer", "--max-usd-per-hour", "0.2", "--no-detect")
+    assert code == 0 and sorted(_names(out)) == sorted([
+        "AMD Radeon RX 7900 XTX", "NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 3090",
+        "NVIDIA GeForce RTX 4090", "Apple M4 (10-core GPU)", "Apple M4 Pro (20-core GPU)",
+        "AMD Ryzen 9 7950X", "AMD Ryzen 9 9950X"])
+    code, out, err = _run("--segment", "cloud", "--no-detect")
+    assert code == 2 and "--segment='cloud' is not valid" in err

@@ -226,3 +226,14 @@ def test_hardware_tab_rent_own_toggle_and_budget_filter(dash):
     assert "NVIDIA GeForce RTX 4090" in table and "NVIDIA GeForce RTX 5090" not in table
     assert "NVIDIA H100 SXM" not in table and "Huawei Ascend 910B" not in table
     assert dash.errors.outputs == ()
+
+
+def test_hardware_tab_segment_filter(dash):
+    dash.tabs.selected_index = 1
+    view = dash.views[1]
+    assert {"datacenter", "workstation", "consumer", "edge"} <= set(view.segment.options)
+    view.segment.value = "workstation"
+    table = view.box.children[-1].value
+    assert "NVIDIA RTX PRO 6000 Blackwell" in table and "NVIDIA H100 SXM" not in table
+    assert "NVIDIA GeForce RTX 4090" not in table  # consumer
+    assert dash.errors.outputs == ()
