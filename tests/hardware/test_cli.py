@@ -108,7 +108,7 @@ def test_edge_devices_within_a_budget():
     # Jetson AGX Thor 3499/13140 + 0.130*0.15 = 0.286; AGX Orin 1999/13140 + 0.060*0.15 =
     # 0.161; Orin Nano 499/13140 + 0.015*0.15 = 0.040; Orin Nano Super 249/13140 + 0.025*0.15
     # = 0.023; Orin NX 16GB module 599/13140 + 0.025*0.15 = 0.049; Mac mini M4 for its
-    # Neural Engine 599/13140 = 0.046; AI HAT+ 110/13140 + 0.0025*0.15 = 0.0087; Raspberry Pi 5
+    # Neural Engine 599/13140 = 0.046; AI HAT+ 110/13140 = 0.0084 (no power figure); Raspberry Pi 5
     # 80/13140 = 0.0061; Coral 75/13140 + 0.002*0.15 = 0.0060. The unpriced Snapdragon X
     # Elite NPU is left out.
     code, out, _ = _run("--kind", "edge", "--max-usd-per-hour", "2", "--no-detect")
