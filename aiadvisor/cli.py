@@ -38,6 +38,14 @@ def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | 
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
+def _add_price_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--own", action="store_true",
+                        help="rank hardware by owning it: the purchase price amortised where "
+                             "a device has one (default: its rental price)")
+    parser.add_argument("--years", type=float, default=None, metavar="Y",
+                        help="years a purchase is written off over (default 3)")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from .hardware import cli as hardware_cli
 
@@ -45,8 +53,10 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="full report for the embedded default model")
     _add_model_options(demo, default_model="tiny-gpt")
+    _add_price_options(demo)
     report = sub.add_parser("report", help="full report for a built-in example model")
     _add_model_options(report, default_model=None)
+    _add_price_options(report)
     prof = sub.add_parser("profile", help="profile only (FLOPs, bytes, memory)")
     _add_model_options(prof, default_model="tiny-gpt", modes=MODES)
     hardware_cli.add_arguments(sub.add_parser("hardware", help="hardware catalog and device"))
@@ -75,8 +85,12 @@ def _run_report(args: argparse.Namespace, *, profile_only: bool) -> int:
         return 0
     from .api import advise
 
+    price = None
+    if args.own or args.years is not None:
+        price = {"basis": "own" if args.own else "rent",
+                 **({"years": args.years} if args.years is not None else {})}
     report = advise(model, x, mode=args.mode, hardware=args.hardware, num_devices=args.devices,
-                    precision=args.precision, model_name="model", inputs_name="x")
+                    precision=args.precision, model_name="model", inputs_name="x", price=price)
     if args.format == "json":
         print(report.to_json())
     elif args.format == "markdown":
