@@ -107,6 +107,7 @@ def test_unknown_option_suggests_the_close_option(ip):
       "int4, nf4. Did you mean 'bf16'?")),
     ("%advise model x --devices 0", "--devices 0 is not valid: expected an integer >= 1."),
     ("%advise model x --batch -2", "--batch -2 is not valid: expected an integer >= 1."),
+    ("%advise model x --node-size 0", "--node-size 0 is not valid: expected an integer >= 1."),
 ])
 def test_bad_option_values_are_named_with_the_choices(ip, line, expected):
     assert run_error(ip, line) == expected

@@ -45,6 +45,7 @@ __all__ = [
     "Network",
     "NodeConfig",
     "default_node",
+    "fabric_from_text",
     "fabrics",
     "get_fabric",
     "is_datacenter",
@@ -394,6 +395,19 @@ def network_for(spec: HardwareSpec, *, fabric: str | dict | Network | None = Non
             f"a multiple of {size} (e.g. {num_devices // size * size} or "
             f"{(num_devices // size + 1) * size}), or leave node_size out.")
     return net
+
+
+def fabric_from_text(text: str) -> str | dict:
+    """A ``--fabric`` value of the magic or the CLI: a number is NIC Gb/s per device
+    (``"400"`` -> ``{"gbps": 400.0}``), anything else a fabric name (checked later).
+
+    >>> fabric_from_text("400"), fabric_from_text("RoCE 400G")
+    ({'gbps': 400.0}, 'RoCE 400G')
+    """
+    try:
+        return {"gbps": float(text)}
+    except ValueError:
+        return text
 
 
 def get_spec(name: str) -> HardwareSpec:

@@ -338,7 +338,8 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
 
 
 def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devices: int,
-                  precision: str = "bf16") -> pd.DataFrame:
+                  precision: str = "bf16", fabric: Any = None,
+                  node_size: int | None = None) -> pd.DataFrame:
     """Rank the ways to run one step of ``prof`` on ``num_devices`` devices.
 
     Parameters
@@ -354,13 +355,19 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
         2 + 2 + 12 bytes per parameter with Adam; plans without ZeRO run ``torch.autocast``:
         4 + 4 + 8 plus 2 bytes of 16-bit weight copies (in ``buffers_bytes``).
         ``fp32``/``tf32`` keep 4 + 4 + 8.
+    fabric : str or dict, optional
+        The network between nodes (a name from ``data/fabrics.csv`` or ``{"gbps": NIC Gb/s
+        per device, "latency_us": ...}``); default: the device's usual build.
+    node_size : int, optional
+        Devices per node; ``num_devices`` must then fill whole nodes.
 
     Returns
     -------
     pandas.DataFrame
         One row per plan, best first (plans that fit, by throughput; then the rest by memory).
-        ``df.attrs`` holds ``hardware``, ``num_devices``, ``precision``, ``headroom_fraction``
-        and ``advice`` (what would make it fit, when nothing does without offload).
+        ``df.attrs`` holds ``hardware``, ``num_devices``, ``precision``, ``headroom_fraction``,
+        ``advice`` (what would make it fit, when nothing does without offload) and
+        ``network`` (the network assumed).
 
     Examples
     --------
@@ -371,12 +378,17 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     'ddp'
     """
     from ..hardware import resolve
+    from ..hardware.fabrics import network_for
 
     _check(prof, num_devices, precision)
     spec = resolve(hardware)
-    return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
-                               parts=activation_parts(prof, precision=precision),
-                               predictor=Predictor())
+    # Bad network input raises here, not as a reason on every row.
+    network = network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
+    df = plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
+                             parts=activation_parts(prof, precision=precision),
+                             predictor=Predictor(fabric=fabric, node_size=node_size))
+    df.attrs["network"] = network.describe(num_devices) if num_devices > 1 else None
+    return df
 
 
 def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int,
