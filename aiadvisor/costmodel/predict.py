@@ -204,7 +204,12 @@ def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: l
     """(bytes of one block output at the full batch in ``precision``, number of blocks)."""
     trace = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
     if prof.num_blocks > 0 and prof.block_output_bytes > 0:
-        return prof.block_output_bytes * MEMORY_ACT_BYTES[precision] / trace, prof.num_blocks
+        # A block's output is the residual stream, which stays in the parameters' dtype: FP32
+        # when the profile was traced under autocast (compute_dtype bf16, params fp32).
+        # Tensor/pipeline-parallel stacks run the model in the 16-bit type and send that.
+        residual = DTYPE_BYTES.get(prof.param_dtype, trace)
+        return (prof.block_output_bytes * MEMORY_ACT_BYTES[precision] / residual,
+                prof.num_blocks)
     # No repeated blocks: take one "block" per 4 forward GEMM calls, each all-reducing an
     # output the size of an average forward GEMM output.
     fwd = ops.gemm_like & (ops.phase == "forward")
@@ -328,8 +333,12 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
             total += calls * coll("all_reduce", msg, tp, 1, tp)
         if pp > 1:
             # Each micro-batch crosses each stage boundary once per direction; neighbouring
-            # stages are tp * dp ranks apart.
-            total += micro * directions * coll("send_recv", msg, 2, tp * dp, tp * pp)
+            # stages are tp * dp ranks apart. With tensor parallel each of the tp ranks sends
+            # 1/tp of the activations over its own link and the next stage all-gathers them
+            # over NVLink (Megatron's scatter/gather optimisation, Narayanan et al. 2021,
+            # sec. 4.1; with sequence parallelism they are already split).
+            p2p = msg / tp if nets is not None else msg
+            total += micro * directions * coll("send_recv", p2p, 2, tp * dp, tp * pp)
     if parallel.offload and train:
         shard = dp if parallel.zero_stage >= 1 else 1
         pcie_bytes = (grad_bytes + prof.num_params * param_elem / (tp * pp)) / shard
