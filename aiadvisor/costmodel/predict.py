@@ -332,13 +332,15 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
             calls = 2 * num_blocks / pp * micro * directions
             total += calls * coll("all_reduce", msg, tp, 1, tp)
         if pp > 1:
-            # Each micro-batch crosses each stage boundary once per direction; neighbouring
-            # stages are tp * dp ranks apart. With tensor parallel each of the tp ranks sends
-            # 1/tp of the activations over its own link and the next stage all-gathers them
-            # over NVLink (Megatron's scatter/gather optimisation, Narayanan et al. 2021,
-            # sec. 4.1; with sequence parallelism they are already split).
+            # Each micro-batch crosses each stage boundary once per direction. In 1F1B every
+            # boundary is on the critical path, so once the pipeline spans more than one
+            # domain its slowest (inter-node) boundary sets the pace: stride span / 2 makes
+            # the pair one domain apart exactly then. With tensor parallel each of the tp
+            # ranks sends 1/tp of the activations over its own link and the next stage
+            # all-gathers them over NVLink (Megatron's scatter/gather optimisation, Narayanan
+            # et al. 2021, sec. 4.1; with sequence parallelism they are already split).
             p2p = msg / tp if nets is not None else msg
-            total += micro * directions * coll("send_recv", p2p, 2, tp * dp, tp * pp)
+            total += micro * directions * coll("send_recv", p2p, 2, tp * dp * pp / 2, tp * pp)
     if parallel.offload and train:
         shard = dp if parallel.zero_stage >= 1 else 1
         pcie_bytes = (grad_bytes + prof.num_params * param_elem / (tp * pp)) / shard

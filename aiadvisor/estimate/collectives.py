@@ -89,7 +89,7 @@ def hierarchical_time_s(kind, size_bytes, *, num_devices, per_domain, intra_bus_
                         inter_bw_gbs, alpha_s, inter_latency_s=0.0):
     """Time of one collective over ``num_devices`` laid out ``per_domain`` to an NVLink-class
     domain: ``alpha + max(intra, inter)`` plus ``2 log2(k)`` fabric latencies across ``k``
-    domains (NCCL's trees between nodes take ``log2 k`` hops up and down).
+    domains (NCCL's trees between nodes take ``log2 k`` hops up and down; a send, one).
 
     Parameters
     ----------
@@ -134,6 +134,8 @@ def hierarchical_time_s(kind, size_bytes, *, num_devices, per_domain, intra_bus_
                                 inter_bw_gbs)
     k = np.ceil(np.asarray(num_devices, float) / np.clip(per_domain, 1, None))
     hops = np.where(k > 1, 2.0 * np.ceil(np.log2(np.maximum(k, 2))), 0.0)
+    if kind == "send_recv":  # one message, one traversal of the fabric
+        hops = np.where(k > 1, 1.0, 0.0)
     out = alpha_s + hops * inter_latency_s + np.maximum(intra, inter)
     return float(out) if np.ndim(out) == 0 else out
 

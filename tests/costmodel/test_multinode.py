@@ -136,3 +136,19 @@ def test_bad_network_input_through_predict(spec):
         predict(prof, hardware=spec, num_devices=12, node_size=8)
     with pytest.raises(NodeLayoutError, match="num_devices=20"):
         predict_table(prof, specs=[spec], num_devices=20, node_size=8)
+
+
+def test_pipeline_crossing_nodes_pays_the_nic(spec, exact_model):
+    # pp=2 inside one node of 8: the send runs on NVLink; pp=16 over 2 nodes: the slowest
+    # boundary crosses the NICs and sets the pace of every micro-batch.
+    prof = make_profile([op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9,
+                            count=16)], num_blocks=16, block_output_bytes=8_000_000)
+    c = load_model().collectives
+    kw = {"hardware": spec, "precision": "fp32", "model": exact_model, "fabric": "NDR"}
+    inside = predict(prof, num_devices=2, parallel=ParallelConfig(pp_degree=2), **kw)
+    assert inside.communication_s == pytest.approx(
+        c.alpha_s["send_recv"] + 8e6 / (450e9 * c.intra_node_efficiency))
+    across = predict(prof, num_devices=16, parallel=ParallelConfig(pp_degree=16), **kw)
+    nic = 8 * 400 * 0.85 / 8 / 8 * 1e9                      # 42.5 GB/s per GPU
+    assert across.communication_s == pytest.approx(
+        c.alpha_s["send_recv"] + 1.5e-6 + 8e6 / nic)          # one NDR hop of 1.5 us
