@@ -386,7 +386,7 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
                  "communication_s", "overhead_s", "mfu", "fabric"]
 
 
-def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
+def _table_for_precision(prof, specs, cols, precision, parallel, model, networks=None
                          ) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
     supports it."""
@@ -394,7 +394,10 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
     if not keep.any():
         return None
     specs = [s for s, k in zip(specs, keep) if k]
-    networks = [n for n, k in zip(networks, keep) if k]
+    if networks is None:  # each device's usual build
+        networks = [network_for(s, num_devices=parallel.num_devices) for s in specs]
+    else:
+        networks = [n for n, k in zip(networks, keep) if k]
     cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
     devs = device_arrays(specs, precision, model, cols)
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,

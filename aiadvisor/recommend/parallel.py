@@ -271,7 +271,8 @@ def _to_row(row: PlanRow, prof: ModelProfile, spec: HardwareSpec, outcome) -> di
     notes = _row_notes(row, prof, spec)
     pred = outcome.prediction if outcome is not None else None
     if pred is not None:
-        notes += list(pred.notes)
+        # The network is the same for every plan: said once in the table's notes.
+        notes += [n for n in pred.notes if n != pred.network]
     elif outcome is not None and outcome.reason:
         notes.append(outcome.reason)
     return {
@@ -383,12 +384,10 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     _check(prof, num_devices, precision)
     spec = resolve(hardware)
     # Bad network input raises here, not as a reason on every row.
-    network = network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
-    df = plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
-                             parts=activation_parts(prof, precision=precision),
-                             predictor=Predictor(fabric=fabric, node_size=node_size))
-    df.attrs["network"] = network.describe(num_devices) if num_devices > 1 else None
-    return df
+    network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
+    return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
+                               parts=activation_parts(prof, precision=precision),
+                               predictor=Predictor(fabric=fabric, node_size=node_size))
 
 
 def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int,
@@ -415,13 +414,20 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
         # also in the table itself: DataFrame attrs do not survive every pandas operation
         df.loc[0, "notes"] = "; ".join(filter(None, [advice, df.loc[0, "notes"]]))
     notes = list(parts.notes)
+    network = None
+    if num_devices > 1:
+        from ..hardware.fabrics import network_for
+
+        network = network_for(spec, fabric=predictor.fabric, node_size=predictor.node_size,
+                              num_devices=num_devices).describe(num_devices)
+        notes.append(network)
     if num_devices > 1 and (df["tp"] == 1).all() and (df["pp"] == 1).all() and prof.num_blocks:
         notes.append("tensor and pipeline parallel not listed: plain data parallel fits in "
                      f"under {ROOMY_FRACTION:.0%} of the memory, and they would only add "
                      "communication")
     df.attrs.update({"hardware": spec.name, "num_devices": num_devices, "precision": precision,
                      "headroom_fraction": HEADROOM_FRACTION, "advice": advice,
-                     "notes": notes})
+                     "notes": notes, "network": network})
     return df
 
 

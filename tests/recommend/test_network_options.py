@@ -19,8 +19,9 @@ def prof():
 def test_plan_parallel_says_which_network(prof):
     df = aa.plan_parallel(prof, hardware="H100", num_devices=16, fabric="RoCE 400G")
     assert "RoCE 400G" in df.attrs["network"] and "2 nodes of 8" in df.attrs["network"]
-    ddp = df[df.strategy == "ddp"].iloc[0]
-    assert "RoCE 400G" in ddp.notes
+    # Said once, in the table's notes, not on every plan row.
+    assert df.attrs["network"] in df.attrs["notes"]
+    assert not df.notes.str.contains("Network assumed").any()
 
 
 def test_plan_parallel_slow_fabric_costs_more_communication(prof):
@@ -43,6 +44,8 @@ def test_advise_reports_the_fabric_and_rejects_bad_ones():
     report = aa.advise(net, x, hardware="A100 80GB SXM", num_devices=16, fabric="p4d")
     assert "AWS EFA 100G" in report.prediction.network
     assert "400 Gb/s per node" in report.prediction.network      # p4d: 4 x 100 Gbps
+    assert report.prediction.network in report.notes
+    assert report.to_markdown().count("Network assumed") == 1
     with pytest.raises(NodeLayoutError):
         aa.advise(net, x, hardware="H100", num_devices=12, node_size=8)
     pinned = aa.advise(net, x, hardware="H100", num_devices=16, node_size=8)
