@@ -17,7 +17,7 @@ the device interconnect, across nodes over ``nics x gbps x efficiency`` per node
 
 >>> net = network_for(get_spec("NVIDIA H100 SXM"))
 >>> net.fabric, net.node_size, net.node_gbps, round(net.nic_gbs_per_device, 1)
-('InfiniBand NDR 400G', 8, 3200.0, 42.5)
+('InfiniBand NDR 400G', 8, 3200.0, 46.0)
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ NETWORK_BASES = (*_BASES, "named", "user")
 #: Keys a user-given fabric dict may carry.
 USER_FABRIC_KEYS = ("gbps", "latency_us", "efficiency", "name")
 #: Efficiency assumed for a user-given fabric without one: the RoCE figure of the table
-#: (between InfiniBand's 0.85 and EFA's 0.75), said so in the network's description.
+#: (between InfiniBand's 0.92 and EFA's 0.75), said so in the network's description.
 USER_DEFAULT_EFFICIENCY = 0.8
 USER_DEFAULT_LATENCY_US = 5.0
 #: Devices with no node row (consumer and workstation GPUs, CPUs, the attached device):

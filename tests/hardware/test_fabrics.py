@@ -60,10 +60,10 @@ def test_shipped_in_the_wheel():
 
 def test_dgx_h100_network_from_the_datasheet():
     net = network_for(get("NVIDIA H100 SXM"))
-    # DGX H100: 8 x 400 Gb/s NDR = 3200 Gb/s per node; 0.85 efficiency / 8 bits / 8 GPUs
-    # = 42.5 GB/s per GPU across nodes.
+    # DGX H100: 8 x 400 Gb/s NDR = 3200 Gb/s per node; 0.92 efficiency (46 of 50 GB/s per NIC,
+    # nccl-tests issue #290) / 8 bits / 8 GPUs = 46 GB/s per GPU across nodes.
     assert (net.node_size, net.node_gbps, net.basis) == (8, 3200, "datasheet")
-    assert net.nic_gbs_per_device == pytest.approx(3200 * 0.85 / 8 / 8)
+    assert net.nic_gbs_per_device == pytest.approx(3200 * 0.92 / 8 / 8)
     assert "InfiniBand NDR 400G" in net.describe(16) and "2 nodes of 8" in net.describe(16)
 
 
