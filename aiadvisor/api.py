@@ -319,6 +319,10 @@ class Report:
         spec = self._spec
         if "hardware" in changes and changes["hardware"] != spec.name:
             spec = _resolve_hardware(changes["hardware"])
+        from .hardware.fabrics import network_for
+
+        network_for(spec, fabric=self._predictor.fabric, node_size=self._predictor.node_size,
+                    num_devices=options.get("num_devices") or 1)
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
                          names=self._names, predictor=self._predictor)
         return Report(advice=advice, base=self._base, names=self._names, spec=spec,
@@ -420,7 +424,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
            price: Any = None, model_name: str = "model", inputs_name: str = "x",
            optimizer_name: str = "optimizer", optimizer: str | None = None,
-           measure: bool | None = None) -> Report:
+           measure: bool | None = None, fabric: str | dict | None = None,
+           node_size: int | None = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
 
     Parameters
@@ -470,6 +475,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     measure : bool, optional
         Also time real steps on the attached device (see :func:`aiadvisor.profile`; None:
         False). With a profile, ``measure=True`` needs one captured with ``measure=True``.
+    fabric : str or dict, optional
+        The network between nodes for every prediction of the report: a name from
+        ``data/fabrics.csv`` (``"InfiniBand NDR 400G"``, ``"RoCE 400G"``, ``"p5"``, ...) or
+        ``{"gbps": NIC Gb/s per device, "latency_us": ...}``. Default: each device's usual
+        build. The prediction's notes say which network was assumed.
+    node_size : int, optional
+        Devices per node; ``num_devices`` must then fill whole nodes. Both stay fixed for
+        :meth:`Report.with_options`.
 
     Returns
     -------
@@ -492,6 +505,7 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     ('NVIDIA H100 SXM', True)
     """
     from .hardware import all_specs
+    from .hardware.fabrics import network_for
     from .recommend.assemble import check_options, compute
     from .recommend.predictor import Predictor
 
@@ -515,8 +529,10 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
                                   precision=precision, optimizer=optimizer or "adamw",
                                   measure=_check_measure(measure), model_name=model_name)
     spec = _resolve_hardware(hardware)
+    # Bad network input raises here, with the choices, before any prediction swallows it.
+    network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices or 1)
     specs = all_specs()
-    predictor = Predictor()
+    predictor = Predictor(fabric=fabric, node_size=node_size)
     advice = compute(base, spec=spec, specs=specs, options=options, names=names,
                      predictor=predictor)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,

@@ -35,6 +35,12 @@ def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | 
     parser.add_argument("--hardware", default=None,
                         help="catalog name (e.g. 'H100 SXM'); default: the attached device")
     parser.add_argument("--devices", type=int, default=None, help="number of devices")
+    parser.add_argument("--fabric", default=None,
+                        help="network between nodes: a fabric name (e.g. 'InfiniBand NDR "
+                             "400G', 'RoCE 400G', 'p5') or NIC Gb/s per device (default: the "
+                             "device's usual build)")
+    parser.add_argument("--node-size", type=int, default=None, dest="node_size",
+                        help="devices per node (--devices must fill whole nodes)")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
@@ -84,13 +90,16 @@ def _run_report(args: argparse.Namespace, *, profile_only: bool) -> int:
         print(profile_text(prof))
         return 0
     from .api import advise
+    from .hardware.fabrics import fabric_from_text
 
     price = None
     if args.own or args.years is not None:
         price = {"basis": "own" if args.own else "rent",
                  **({"years": args.years} if args.years is not None else {})}
+    fabric = fabric_from_text(args.fabric) if args.fabric is not None else None
     report = advise(model, x, mode=args.mode, hardware=args.hardware, num_devices=args.devices,
-                    precision=args.precision, model_name="model", inputs_name="x", price=price)
+                    precision=args.precision, model_name="model", inputs_name="x", price=price,
+                    fabric=fabric, node_size=args.node_size)
     if args.format == "json":
         print(report.to_json())
     elif args.format == "markdown":

@@ -130,11 +130,19 @@ class HardwareName(_Checked, Unicode):
         return value
 
 
+def _fabric(text: str | None) -> str | dict | None:
+    if text is None:
+        return None
+    from .hardware.fabrics import fabric_from_text
+
+    return fabric_from_text(text)
+
+
 def _choices(values: tuple[str, ...]) -> str:
     return "one of " + ", ".join(map(repr, values))
 
 _OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert",
-            "--verify")
+            "--verify", "--fabric", "--node-size")
 
 
 @magics_class
@@ -224,6 +232,11 @@ class Advisor(Magics):
               "example's).")
     @argument("--hardware", metavar="NAME", help='Target device, e.g. "NVIDIA H100 SXM".')
     @argument("--devices", type=int, metavar="N", help="Number of devices to plan for.")
+    @argument("--fabric", metavar="NAME", help='Network between nodes: a fabric name, e.g. '
+              '"InfiniBand NDR 400G", "RoCE 400G", "p5", or a number (NIC Gb/s per device). '
+              "Default: the device's usual build.")
+    @argument("--node-size", type=int, metavar="N", dest="node_size",
+              help="Devices per node (--devices must fill whole nodes).")
     @argument("--precision", metavar="P", help=f"One of {', '.join(PRECISIONS)}.")
     @argument("--insert", metavar="N",
               help="Insert the code of recommendation N (its number, or its id) of the last "
@@ -288,7 +301,8 @@ class Advisor(Magics):
         if args.insert is not None:
             raise UsageError("--verify and --insert are separate commands: run one at a time.")
         for flag, value in (("--batch", args.batch), ("--seq", args.seq),
-                            ("--hardware", args.hardware), ("--devices", args.devices)):
+                            ("--hardware", args.hardware), ("--devices", args.devices),
+                            ("--fabric", args.fabric), ("--node-size", args.node_size)):
             if value is not None:
                 raise UsageError(f"--verify measures the example batch on the attached device: "
                                  f"{flag} does not apply.")
@@ -357,7 +371,7 @@ class Advisor(Magics):
         if precision and precision.lower() not in PRECISIONS:
             raise UsageError(_choice_message("--precision", precision, PRECISIONS))
         for flag, value in (("--batch", args.batch), ("--seq", args.seq),
-                            ("--devices", args.devices)):
+                            ("--devices", args.devices), ("--node-size", args.node_size)):
             if value is not None and value < 1:
                 raise UsageError(f"{flag} {value} is not valid: expected an integer >= 1.")
         options = {
@@ -370,6 +384,8 @@ class Advisor(Magics):
             "model_name": args.model,
             "inputs_name": args.inputs,
             "price": self._price_rule(),
+            "fabric": _fabric(args.fabric),
+            "node_size": args.node_size,
         }
         return {k: v for k, v in options.items() if v is not None}
 

@@ -216,6 +216,9 @@ class Prediction:
     mfu: float | None = None
     """Model FLOPs utilisation: FLOPs per step / (step time x dense peak x devices)."""
     notes: tuple[str, ...] = ()
+    network: str | None = None
+    """The network the communication assumes (fabric, node size, GB/s per device), or None on
+    one device."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -108,6 +108,7 @@ def test_unknown_option_suggests_the_close_option(ip):
       "int4, nf4. Did you mean 'bf16'?")),
     ("%advise model x --devices 0", "--devices 0 is not valid: expected an integer >= 1."),
     ("%advise model x --batch -2", "--batch -2 is not valid: expected an integer >= 1."),
+    ("%advise model x --node-size 0", "--node-size 0 is not valid: expected an integer >= 1."),
 ])
 def test_bad_option_values_are_named_with_the_choices(ip, line, expected):
     assert run_error(ip, line) == expected
@@ -483,3 +484,13 @@ def test_advise_generate_on_a_model_that_is_no_lm_is_one_line(ip):
     message = run_error(ip, '%advise net batch --mode generate --hardware "NVIDIA L4"')
     assert message.startswith("Linear has no token embedding")
     assert "generation needs a causal LM" in message and "\n" not in message
+
+
+def test_fabric_and_node_size_reach_advise(ip):
+    import torch
+
+    ip.user_ns.update(model=torch.nn.Linear(16, 16), x=torch.randn(4, 16))
+    message = run_error(ip, "%advise model x --hardware H100 --devices 12 --node-size 8")
+    assert "num_devices=12 does not fill whole nodes of node_size=8" in message
+    message = run_error(ip, '%advise model x --hardware H100 --devices 16 --fabric "token ring"')
+    assert "fabric='token ring' is not a known fabric" in message and "'RoCE 400G'" in message

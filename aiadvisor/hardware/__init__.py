@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
+from .fabrics import get_fabric, network_for
 from .lookup import find, get, resolve
 from .pricing import PriceQuote, PriceRule, hourly_cost
 from .spec_table import (
@@ -48,7 +49,9 @@ __all__ = [
     "filter_catalog",
     "find",
     "get",
+    "get_fabric",
     "hourly_cost",
+    "network_for",
     "probe",
     "resolve",
     "shipped_csv_path",
