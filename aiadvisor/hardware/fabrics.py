@@ -277,7 +277,12 @@ def get_fabric(name: str) -> Fabric:
 def is_datacenter(spec: HardwareSpec) -> bool:
     """Accelerators built into clusters: GPUs, TPUs and NPUs other than consumer, workstation,
     desktop and edge parts. Each has a row in ``data/node_configs.csv``."""
-    return spec.kind in ("gpu", "tpu", "npu") and not _NOT_DATACENTER.search(spec.name)
+    if spec.kind not in ("gpu", "tpu", "npu"):
+        return False
+    segment = getattr(spec, "segment", None)
+    if segment:
+        return segment == "datacenter"
+    return not _NOT_DATACENTER.search(spec.name)
 
 
 def default_node(spec: HardwareSpec) -> NodeConfig:
