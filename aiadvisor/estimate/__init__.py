@@ -9,6 +9,7 @@ from __future__ import annotations
 from .collectives import (
     BUS_FACTOR,
     COLLECTIVES,
+    all_to_all_time_s,
     bubble_fraction,
     collective_time_s,
     exposed_time_s,
@@ -18,6 +19,7 @@ from .roofline import ridge_point, roofline_time_s
 __all__ = [
     "BUS_FACTOR",
     "COLLECTIVES",
+    "all_to_all_time_s",
     "bubble_fraction",
     "collective_time_s",
     "exposed_time_s",

@@ -153,7 +153,8 @@ def _record_experts(static: dict[str, Any], experts, imbalance: float) -> None:
         return
     static["moe"] = {"num_experts": experts.num_experts, "top_k": experts.top_k,
                      "num_moe_layers": experts.num_moe_layers,
-                     "expert_params": experts.expert_params, "imbalance": imbalance}
+                     "expert_params": experts.expert_params, "imbalance": imbalance,
+                     "hidden_size": experts.hidden_size}
     static["notes"].append(routing_note(experts, imbalance))
 
 
