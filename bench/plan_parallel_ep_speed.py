@@ -50,9 +50,11 @@ def main() -> None:
         times.append(time.perf_counter() - t0)
     ep = df[df["ep"] > 1]
     median = statistics.median(times)
-    print(f"plan_parallel, 64 x H100 SXM: median {median:.3f} s over {args.repeats} "
-          f"(min {min(times):.3f}, max {max(times):.3f}); goal 2 s: "
-          f"{'met' if median < 2 else 'MISSED'}")
+    # The first call also computes the activation split (a few prof.at rescalings) that later
+    # calls on the same profile reuse: it is the one a user waits for after profiling.
+    print(f"plan_parallel, 64 x H100 SXM: first call {times[0]:.3f} s, median {median:.3f} s "
+          f"over {args.repeats} (max {max(times):.3f}); goal 2 s for the first call: "
+          f"{'met' if times[0] < 2 else 'MISSED'}")
     print(f"{len(df)} plans, {len(ep)} with expert parallelism "
           f"(degrees {sorted(set(ep['ep']))}), {int(df['fits'].sum())} fit")
     cols = ["strategy", "ep", "memory_per_device_bytes", "fits", "step_time_s"]
