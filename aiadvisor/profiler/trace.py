@@ -233,6 +233,8 @@ def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: i
     def one(x):
         if isinstance(x, torch.Tensor):
             y = x[:batch_size] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
+            if y.is_meta:  # meta inputs hold no values: zeros of their shape (valid token ids)
+                y = torch.zeros(y.shape, dtype=y.dtype, device=device)
             y = y.detach().clone().to(device)
             return y.to(float_dtype) if float_dtype is not None and y.is_floating_point() else y
         return x
