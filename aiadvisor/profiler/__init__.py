@@ -209,7 +209,9 @@ def _first_trace(model, spec, *, mode, precision, plan):
             notes.append("fell back to the " + path + " path after: " + " | ".join(errors))
         if p is not None:
             notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
-                         f"{p.path!r} and multiplied")
+                         f"{p.path!r} and multiplied"
+                         + (f" (after {p.start} different leading blocks, traced as they "
+                            "are)" if p.start else ""))
         result.real_batch_size = batch
         notes.extend(result.notes)
         return result, path, p, notes
@@ -394,7 +396,8 @@ def _module_info(model, plan, starred) -> list[dict[str, Any]]:
     for name, module in model.named_modules():
         if plan is not None and name.startswith(block_prefix) and name != plan.path:
             rest = name[len(block_prefix):]
-            if rest.split(".")[0] != "0":
+            index = rest.split(".")[0]
+            if index.isdigit() and int(index) > plan.start:
                 continue
         shown = starred(name, plan) if is_block_module(name, plan) else name
         own = list(module.parameters(recurse=False))

@@ -195,7 +195,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
 def _first_block(root: nn.Module, plan: BlockPlan | None) -> nn.Module | None:
     if plan is None:
         return None
-    return root.get_submodule(plan.path + ".0" if plan.path else "0")
+    return root.get_submodule(f"{plan.path}.{plan.start}" if plan.path else str(plan.start))
 
 
 def _param_dtype(model: nn.Module) -> torch.dtype:
