@@ -167,3 +167,16 @@ def test_load_imbalance_adds_the_hot_ranks_expert_compute(mixtral_infer):
     # One expert per rank (ep = 8 = E): the hot rank does 2x the mean expert work.
     assert hot["step_time_s"] - balanced["step_time_s"] == pytest.approx(
         base.compute_s * share * (2.0 - 1.0), rel=1e-3)
+
+
+def test_advice_builds_its_prediction_from_the_best_plan_without_ep(mixtral_infer):
+    from aiadvisor.recommend.assemble import _chosen_plan
+
+    df = aa.plan_parallel(mixtral_infer, hardware="H100 SXM", num_devices=16)
+    ep_first = df.sort_values("ep", ascending=False, kind="stable").reset_index(drop=True)
+    assert ep_first.iloc[0]["ep"] == 8 and ep_first.iloc[0]["fits"]
+    notes: list[str] = []
+    config, fits = _chosen_plan(ep_first, notes)
+    # The first plan without EP in that order is DDP over the 16 devices.
+    assert (config.dp_degree, config.tp_degree, fits) == (16, 1, True)
+    assert any(n.startswith(f"{ep_first.iloc[0]['strategy']} ranks first") for n in notes)
