@@ -259,6 +259,9 @@ class MoERouting:
     """Mean tokens per expert per layer in one step: ``tokens x top_k / num_experts``."""
     imbalance: float = 1.0
     """Most loaded expert's tokens over the mean, in [1, num_experts]; 1 is balanced."""
+    hidden_size: int | None = None
+    """Width of the token vectors sent to and back from an expert (what EP's all-to-all
+    moves); None when it could not be read from the expert weights."""
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.imbalance <= self.num_experts:

@@ -90,3 +90,22 @@ def fmt_seconds(seconds: float) -> str:
     if s >= 1e-3:
         return f"{s * 1e3:.1f} ms"
     return f"{s * 1e6:.1f} µs"
+
+
+def fmt_params(prof) -> str:
+    """A profile's parameter count; for a mixture of experts, total (all experts, what memory
+    holds) and active (what one token goes through, what FLOPs follow).
+
+    >>> from types import SimpleNamespace as P
+    >>> fmt_params(P(num_params=1000, num_active_params=1000, moe=None))
+    '1,000 parameters'
+    >>> moe = P(num_experts=8, top_k=2)
+    >>> fmt_params(P(num_params=46_702_792_704, num_active_params=12_879_925_248, moe=moe))
+    '46,702,792,704 parameters (12,879,925,248 active per token: top-2 of 8 experts)'
+    """
+    text = f"{prof.num_params:,} parameters"
+    moe = getattr(prof, "moe", None)
+    if moe is None:
+        return text
+    return (f"{text} ({prof.num_active_params:,} active per token: top-{moe.top_k} of "
+            f"{moe.num_experts} experts)")

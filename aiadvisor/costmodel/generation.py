@@ -34,6 +34,7 @@ from ..schema import (
 )
 from .api import _measured_curves, predict
 from .devices import device_arrays
+from .experts import active_expert_profile, expected_experts_touched
 from .model import EfficiencyModel, load_model
 from .ops import DeviceWork
 from .precision import (
@@ -164,6 +165,21 @@ class _Step:
         return np.array([self.low, self.mid, self.high])
 
 
+def _forward(gp: GenerationProfile, batch: int, seq: int) -> ModelProfile:
+    """The forward over ``batch x seq`` new tokens; a mixture of experts reads only the experts
+    those tokens are routed to (:func:`~aiadvisor.costmodel.experts.active_expert_profile`)."""
+    prof = gp.prefill.at(batch_size=batch, seq_len=seq)
+    return active_expert_profile(prof, tokens=batch * seq)[0]
+
+
+def _moe_note(gp: GenerationProfile, batch_size: int) -> str:
+    moe = gp.prefill.moe
+    touched = expected_experts_touched(moe.num_experts, moe.top_k, batch_size)
+    return (f"Mixture of experts: all {moe.num_experts} experts per layer are resident; a decode "
+            f"step of {batch_size} token(s) reads {touched:.3g} of them on average (E x (1 - (1 - "
+            f"k/E)^tokens), top-{moe.top_k}, balanced routing).")
+
+
 def _parallel(tp: int) -> ParallelConfig | None:
     return ParallelConfig(tp_degree=tp) if tp > 1 else None
 
@@ -240,10 +256,8 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
     key = (spec.name, weight_precision, tp, batch_size, prompt_len)
     if key not in cache:
         cache[key] = (
-            _predict(gp.prefill.at(batch_size=batch_size, seq_len=prompt_len), spec,
-                     weight_precision, tp, model),
-            _predict(gp.prefill.at(batch_size=batch_size, seq_len=1), spec, weight_precision,
-                     tp, model))
+            _predict(_forward(gp, batch_size, prompt_len), spec, weight_precision, tp, model),
+            _predict(_forward(gp, batch_size, 1), spec, weight_precision, tp, model))
     prefill, decode = cache[key]
     kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
     kv_s = _kv_parts(gp, [spec], weight_precision, batch=batch_size,
@@ -282,8 +296,8 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
         tables = []
         for seq in (prompt_len, 1):
             # The vectorised core of predict_table, without building a DataFrame per batch.
-            t = _table_for_precision(gp.prefill.at(batch_size=batch, seq_len=seq), specs, cols,
-                                     weight_precision, parallel, model)
+            t = _table_for_precision(_forward(gp, batch, seq), specs, cols, weight_precision,
+                                     parallel, model)
             tables.append({name: _Step(float(t["low_s"][i]), float(t["step_time_s"][i]),
                                        float(t["high_s"][i]), float(t["compute_s"][i]),
                                        float(t["memory_s"][i]), float(t["overhead_s"][i]),
@@ -377,6 +391,8 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
                      "checkpoints); weight-only INT8 kernels (GPTQ 8-bit, EETQ) decode at about "
                      "the same speed but prefill at the 16-bit rate. Embeddings, norms and the "
                      "vocabulary head stay in 16 bit.")
+    if gp.prefill.moe is not None:
+        notes.append(_moe_note(gp, batch_size))
     context = prompt_len + output_len / 2
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "

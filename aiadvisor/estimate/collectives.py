@@ -140,29 +140,6 @@ def hierarchical_time_s(kind, size_bytes, *, num_devices, per_domain, intra_bus_
     return float(out) if np.ndim(out) == 0 else out
 
 
-def all_to_all_time_s(size_bytes, *, num_devices, per_domain, intra_bw_gbs, inter_bw_gbs,
-                      alpha_s, inter_latency_s=0.0):
-    """Time of an all-to-all (expert-parallel token exchange): each device sends ``size_bytes``
-    in ``n`` equal chunks; ``(g - 1) / n`` of it stays inside its domain, ``(n - g) / n`` leaves
-    over its NICs, both at once.
-
-    >>> # 8 devices per node, 16 in all, 1 GB each: 7/16 GB at 100 GB/s, 8/16 GB at 20 GB/s
-    >>> round(all_to_all_time_s(1e9, num_devices=16, per_domain=8, intra_bw_gbs=100,
-    ...                         inter_bw_gbs=20, alpha_s=0) * 1e3, 2)
-    25.0
-    """
-    n = np.asarray(num_devices, float)
-    if np.all(n <= 1):
-        return 0.0 if np.ndim(size_bytes) == 0 else np.zeros(np.shape(size_bytes))
-    g = np.clip(np.asarray(per_domain, float), 1.0, n)
-    size = np.asarray(size_bytes, float)
-    intra = (g - 1) / n * size / (intra_bw_gbs * 1e9)
-    inter = (n - g) / n * size / (inter_bw_gbs * 1e9)
-    hops = np.where(n > g, 1.0, 0.0)
-    out = alpha_s + hops * inter_latency_s + np.maximum(intra, inter)
-    return float(out) if np.ndim(out) == 0 else out
-
-
 def exposed_time_s(comm_s, window_s, *, overlap=0.8, min_exposed_s=None):
     """Communication time left on the critical path when it overlaps with compute.
 
@@ -203,3 +180,58 @@ def bubble_fraction(pp_degree: int, num_microbatches: int) -> float:
             "expected integers >= 1."
         )
     return (pp_degree - 1) / (num_microbatches + pp_degree - 1)
+
+
+#: Fixed latency of one all-to-all call (NCCL's grouped send/recv), seconds: an assumed figure
+#: of the same order as the fitted all-reduce latency, not fitted to measurements.
+ALL_TO_ALL_ALPHA_S = 25e-6
+
+
+def all_to_all_time_s(size_bytes, ranks, intra_bw, inter_bw, ranks_per_node, *,
+                      alpha_s=ALL_TO_ALL_ALPHA_S):
+    """Time of one all-to-all (MoE token dispatch or combine) over ``ranks`` devices.
+
+    Each rank holds a send buffer of ``size_bytes`` split evenly over the ``ranks``
+    destinations (balanced routing); the share addressed to itself never leaves the device.
+    Of the rest, ``(ranks_per_node - 1) / ranks`` of the buffer goes to ranks in the same node
+    over the intra-node links and ``(ranks - ranks_per_node) / ranks`` to other nodes over
+    the NICs. Both kinds of transfer run at the same time, so the slower one sets the time:
+    ``alpha + max(intra_bytes / intra_bw, inter_bytes / inter_bw)``.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Send buffer per rank (tokens x hidden x bytes per element x top_k for a dispatch).
+    ranks : int
+        Devices in the expert-parallel group; one rank sends nothing.
+    intra_bw : float
+        Per-direction intra-node bandwidth of one device (NVLink, xGMI), GB/s.
+    inter_bw : float
+        Per-direction NIC bandwidth of one device across nodes, GB/s (the node's NIC
+        bandwidth over its devices).
+    ranks_per_node : int
+        Ranks of the group inside one node (the group's size when it fits in a node).
+    alpha_s : float
+        Fixed latency per call, seconds.
+
+    Examples
+    --------
+    64 MB per rank over 64 ranks, 8 per node, 450 GB/s NVLink and 50 GB/s of NIC per device:
+    inside the node 64e6 x 7/64 = 7 MB take 15.6 us, across nodes 64e6 x 56/64 = 56 MB take
+    1.12 ms, plus 25 us:
+
+    >>> round(all_to_all_time_s(64e6, 64, 450, 50, 8) * 1e3, 3)
+    1.145
+    >>> all_to_all_time_s(64e6, 1, 450, 50, 8)
+    0.0
+    """
+    if ranks <= 1:
+        return 0.0
+    if ranks_per_node < 1 or intra_bw <= 0 or inter_bw <= 0:
+        raise InvalidArgumentError(
+            f"ranks_per_node={ranks_per_node!r}, intra_bw={intra_bw!r}, inter_bw={inter_bw!r} "
+            "are not valid: expected ranks_per_node >= 1 and bandwidths > 0 GB/s.")
+    local = min(ranks_per_node, ranks)
+    intra_bytes = size_bytes * (local - 1) / ranks
+    inter_bytes = size_bytes * (ranks - local) / ranks
+    return alpha_s + max(intra_bytes / (intra_bw * 1e9), inter_bytes / (inter_bw * 1e9))

@@ -153,7 +153,8 @@ def _record_experts(static: dict[str, Any], experts, imbalance: float) -> None:
         return
     static["moe"] = {"num_experts": experts.num_experts, "top_k": experts.top_k,
                      "num_moe_layers": experts.num_moe_layers,
-                     "expert_params": experts.expert_params, "imbalance": imbalance}
+                     "expert_params": experts.expert_params, "imbalance": imbalance,
+                     "hidden_size": experts.hidden_size}
     static["notes"].append(routing_note(experts, imbalance))
 
 
@@ -208,10 +209,24 @@ def _first_trace(model, spec, *, mode, precision, plan):
             notes.append("fell back to the " + path + " path after: " + " | ".join(errors))
         if p is not None:
             notes.append(f"traced 1 of {p.num_blocks} identical {p.block_type} blocks in "
-                         f"{p.path!r} and multiplied")
+                         f"{p.path!r} and multiplied"
+                         + (f" (after {p.start} different leading blocks, traced as they "
+                            "are)" if p.start else ""))
         result.real_batch_size = batch
         notes.extend(result.notes)
         return result, path, p, notes
+    if _any_meta(model):
+        found = _trace_random_copy(model, spec, mode=mode, precision=precision, errors=errors)
+        if found is not None:
+            return found
+        raise ProfilingError(
+            f"the model is on the meta device and could not be traced on inputs "
+            f"{spec.shapes()}: " + " | ".join(errors) + ". If these inputs are right, its "
+            "forward needs real values (data-dependent steps: .item(), masks computed in "
+            "numpy); pass the model with real or random weights on the CPU (built outside "
+            "torch.device('meta'), e.g. Model(config)) and aiadvisor profiles a real batch "
+            "of one and scales it."
+        ) from last_exc
     if _looks_like_input_error(last_exc):
         raise ModelInputError(
             f"the model rejected the example inputs {spec.shapes()}: {type(last_exc).__name__}: "
@@ -224,6 +239,66 @@ def _first_trace(model, spec, *, mode, precision, plan):
     ) from last_exc
 
 
+#: A meta-device model whose forward needs real values is rebuilt with random weights on the
+#: CPU when its parameters take at most this many bytes (wav2vec2-large: 1.3 GB in FP32).
+RANDOM_COPY_MAX_BYTES = 4 * 2**30
+
+
+def _random_copy(model):
+    """A copy of a meta-device transformers model with random weights on the CPU, built from
+    its config (so buffers such as position ids hold their real values), in the model's dtype
+    and with its trainable flags; None without a config, above
+    :data:`RANDOM_COPY_MAX_BYTES`, or when the class cannot be built from its config."""
+    import torch
+
+    from .trace import _param_dtype
+
+    config = getattr(model, "config", None)
+    nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    if config is None or nbytes > RANDOM_COPY_MAX_BYTES:
+        return None
+    try:
+        with torch.device("cpu"):
+            copy = type(model)(config)
+    except Exception:  # noqa: BLE001 - not buildable from its config: the caller explains
+        return None
+    copy = copy.to(_param_dtype(model))
+    flags = dict(model.named_parameters())
+    for name, p in copy.named_parameters():
+        if name in flags:
+            p.requires_grad_(flags[name].requires_grad)
+    return copy
+
+
+def _trace_random_copy(model, spec, *, mode, precision, errors):
+    """Trace a random-weight CPU copy of a meta model on a real batch of one (two where one
+    cannot run), the way real-weight models fall back; None when no copy can be made or run,
+    with the reason appended to ``errors``."""
+    from .trace import run_trace
+
+    copy = _random_copy(model)
+    if copy is None:
+        errors.append("random-weight copy: not built (no config to build the class from, or "
+                      f"over {RANDOM_COPY_MAX_BYTES / 2**30:g} GiB of parameters)")
+        return None
+    tried = list(errors)
+    for batch in ([1, 2] if spec.batch_size >= 2 else [1]):
+        try:
+            result = run_trace(copy, spec, path="real", mode=mode, precision=precision,
+                               batch_size=batch, seq_len=spec.seq_len, plan=None)
+        except Exception as exc:  # noqa: BLE001 - reported with the others
+            errors.append(f"random-weight copy (batch {batch}): {type(exc).__name__}: "
+                          f"{_first_line(exc)}")
+            continue
+        result.real_batch_size = batch
+        notes = ["the model is on the meta device and its forward needs real values ("
+                 + " | ".join(tried) + "): traced a copy with random weights built from its "
+                 "config on the CPU (same shapes, so the same FLOPs and bytes)",
+                 *result.notes]
+        return result, "real", None, notes
+    return None
+
+
 def _looks_like_input_error(exc: Exception) -> bool:
     return not type(exc).__module__.startswith("torch._subclasses")
 
@@ -231,6 +306,12 @@ def _looks_like_input_error(exc: Exception) -> bool:
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else ""
+
+
+def _any_meta(model) -> bool:
+    """Whether any parameter or buffer is on the meta device (transformers builds some, e.g.
+    wav2vec2's ``masked_spec_embed``, on the CPU even under ``torch.device("meta")``)."""
+    return any(t.is_meta for t in [*model.parameters(), *model.buffers()])
 
 
 def _on_meta(model) -> bool:
@@ -315,7 +396,8 @@ def _module_info(model, plan, starred) -> list[dict[str, Any]]:
     for name, module in model.named_modules():
         if plan is not None and name.startswith(block_prefix) and name != plan.path:
             rest = name[len(block_prefix):]
-            if rest.split(".")[0] != "0":
+            index = rest.split(".")[0]
+            if index.isdigit() and int(index) > plan.start:
                 continue
         shown = starred(name, plan) if is_block_module(name, plan) else name
         own = list(module.parameters(recurse=False))
@@ -386,12 +468,39 @@ def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
                                batch_size=b, seq_len=s, plan=plan)
             samples[(b, s)] = _dynamic(result, plan, static)
     except Exception as exc:  # noqa: BLE001 - the profile stays valid at its own size
-        static["notes"].append(
-            f"prof.at() unavailable: tracing at another size failed ({type(exc).__name__}: "
-            f"{_first_line(exc)})")
+        reason = f"{type(exc).__name__}: {_first_line(exc)}"
+        if spec.seq_len is not None:
+            batch_fit = _batch_only_fit(model, spec, samples, static, plan, path=path,
+                                        mode=mode, precision=precision)
+            if batch_fit is not None:
+                static["notes"].append(
+                    f"prof.at() changes the batch size only: tracing at another sequence "
+                    f"length failed ({reason}); dimension 1 of the inputs may not be a free "
+                    "sequence (e.g. Whisper's 80 mel bins x 3000 frames)")
+                return batch_fit
+        static["notes"].append(f"prof.at() unavailable: tracing at another size failed "
+                               f"({reason})")
         return None
     return fit(points, [samples[p] for p in points], batch_size=spec.batch_size,
                seq_len=spec.seq_len)
+
+
+def _batch_only_fit(model, spec, samples, static, plan, *, path, mode, precision):
+    """A fit in the batch size alone, at the inputs' own sequence length (None if even that
+    fails): what ``prof.at(batch_size=...)`` needs when the sequence cannot change."""
+    from .trace import run_trace
+
+    b0, s0 = spec.batch_size, spec.seq_len
+    try:
+        result = run_trace(model, spec, path=path, mode=mode, precision=precision,
+                           batch_size=2 * b0, seq_len=s0, plan=plan)
+    except Exception:  # noqa: BLE001 - no scaling at all then
+        return None
+    points = [(b0, None), (2 * b0, None)]
+    fitted = fit(points, [samples[(b0, s0)], _dynamic(result, plan, static)], batch_size=b0,
+                 seq_len=None)
+    fitted["fixed_seq_len"] = s0
+    return fitted
 
 
 def _real_batch_samples(dyn: dict[str, float], b_real: int, static) -> dict:

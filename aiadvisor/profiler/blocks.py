@@ -20,6 +20,9 @@ class BlockPlan:
     num_blocks: int
     block_type: str
     block_param_bytes: int
+    start: int = 0
+    """Index of the first repeated block: the container's first ``start`` children differ
+    (DeepSeek-V3's first dense layers before its MoE layers) and are traced as they are."""
 
 
 def _signature(module: nn.Module) -> tuple:
@@ -30,32 +33,43 @@ def _signature(module: nn.Module) -> tuple:
 
 
 def find_repeated_blocks(model: nn.Module, *, min_blocks: int = 3) -> BlockPlan | None:
-    """The container with the most parameters whose children are >= ``min_blocks`` modules of
-    one type with identical parameter shapes, or None."""
+    """The container with the most parameters in a run of >= ``min_blocks`` children of one type
+    with identical parameter shapes that ends the container (a few different leading blocks, such
+    as dense layers before mixture-of-experts ones, are allowed), or None."""
     best: BlockPlan | None = None
     best_bytes = 0
     for name, module in model.named_modules():
         if not isinstance(module, (nn.ModuleList, nn.Sequential)) or len(module) < min_blocks:
             continue
         children = list(module)
-        sig = _signature(children[0])
-        if not sig[1] or any(_signature(c) != sig for c in children[1:]):
+        start = _run_start(children)
+        if len(children) - start < min_blocks or not _signature(children[start])[1]:
             continue
         # Tied or shared blocks (the same module object twice) cannot be truncated safely.
         if len({id(c) for c in children}) != len(children):
             continue
-        block_bytes = sum(p.numel() * p.element_size() for p in children[0].parameters())
-        total = block_bytes * len(children)
+        block_bytes = sum(p.numel() * p.element_size() for p in children[start].parameters())
+        total = block_bytes * (len(children) - start)
         if total > best_bytes:
             best_bytes = total
-            best = BlockPlan(path=name, num_blocks=len(children),
-                             block_type=type(children[0]).__name__,
-                             block_param_bytes=block_bytes)
+            best = BlockPlan(path=name, num_blocks=len(children) - start,
+                             block_type=type(children[start]).__name__,
+                             block_param_bytes=block_bytes, start=start)
     return best
 
 
+def _run_start(children: list[nn.Module]) -> int:
+    """Index where the run of blocks identical to the last one begins."""
+    sig = _signature(children[-1])
+    start = len(children) - 1
+    while start > 0 and _signature(children[start - 1]) == sig:
+        start -= 1
+    return start
+
+
 def truncated_copy(model: nn.Module, plan: BlockPlan, keep: int = 1) -> nn.Module:
-    """A shallow copy of ``model`` whose block container holds only its first ``keep`` blocks."""
+    """A shallow copy of ``model`` whose block container holds only its leading blocks and the
+    first ``keep`` repeated ones."""
     parts = plan.path.split(".") if plan.path else []
     root = _shallow(model)
     parent = root
@@ -65,7 +79,8 @@ def truncated_copy(model: nn.Module, plan: BlockPlan, keep: int = 1) -> nn.Modul
         parent = child
     container = parent._modules[parts[-1]] if parts else root
     short = _shallow(container)
-    short._modules = {k: v for i, (k, v) in enumerate(container._modules.items()) if i < keep}
+    short._modules = {k: v for i, (k, v) in enumerate(container._modules.items())
+                      if i < plan.start + keep}
     if parts:
         parent._modules[parts[-1]] = short
         return root
@@ -82,10 +97,14 @@ def _shallow(module: nn.Module) -> nn.Module:
     return new
 
 
+def _block_prefix(plan: BlockPlan) -> str:
+    return f"{plan.path}.{plan.start}" if plan.path else str(plan.start)
+
+
 def is_block_module(name: str, plan: BlockPlan | None) -> bool:
     if plan is None:
         return False
-    prefix = plan.path + ".0" if plan.path else "0"
+    prefix = _block_prefix(plan)
     return name == prefix or name.startswith(prefix + ".")
 
 
@@ -93,6 +112,6 @@ def starred(name: str, plan: BlockPlan | None) -> str:
     """``model.layers.0.mlp`` -> ``model.layers.*.mlp`` for names inside the traced block."""
     if not is_block_module(name, plan):
         return name
-    prefix = plan.path + ".0" if plan.path else "0"
+    prefix = _block_prefix(plan)
     star = plan.path + ".*" if plan.path else "*"
     return star + name[len(prefix):]

@@ -76,12 +76,33 @@ def _cache_tensors(obj: Any, depth: int = 0, seen: set | None = None) -> list[to
     return found
 
 
+def _grouped_mm_in_bf16():
+    """A dispatch mode running grouped GEMMs (mixture-of-experts) in BF16 for their shapes:
+    PyTorch's kernel accepts no other dtype, even on fake tensors; only shapes matter here."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .opinfo import GROUPED_GEMM_PACKETS
+
+    class GroupedMMInBF16(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            a, b = (args + (None, None))[:2]
+            if (func._overloadpacket in GROUPED_GEMM_PACKETS and isinstance(a, torch.Tensor)
+                    and (a.dtype, b.dtype) != (torch.bfloat16, torch.bfloat16)):
+                dtype = kwargs.pop("out_dtype", None) or a.dtype
+                cast = (a.to(torch.bfloat16), b.to(torch.bfloat16), *args[2:])
+                return func(*cast, **kwargs).to(dtype)
+            return func(*args, **kwargs)
+
+    return GroupedMMInBF16()
+
+
 def _trace_cache(model: nn.Module, vocab: int, length: int) -> tuple[list[torch.Tensor], str]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     home = model_device(model)
     device = torch.device("cpu") if home.type == "meta" else home
-    with FakeTensorMode(), torch.no_grad():
+    with FakeTensorMode(), _grouped_mm_in_bf16(), torch.no_grad():
         mapping, _, _ = _stand_ins(model, path="fake", device=device, train=False)
         ids = torch.zeros((1, length), dtype=torch.long, device=device) % vocab
         out = functional_call(model, mapping, (), {"input_ids": ids, "use_cache": True},

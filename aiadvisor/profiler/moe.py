@@ -19,6 +19,8 @@ class ExpertLayers:
     num_moe_layers: int
     expert_params: int
     """Parameters of all routed experts of all layers (shared experts not included)."""
+    hidden_size: int | None = None
+    """Width of the tokens an expert takes in and gives back (what an all-to-all moves)."""
 
 
 def find_experts(model) -> ExpertLayers | None:
@@ -38,14 +40,27 @@ def find_experts(model) -> ExpertLayers | None:
         if not isinstance(num, int) or num < 2 or not own or hasattr(module, "top_k"):
             continue
         if all(p.dim() >= 2 and p.shape[0] == num for p in own):
-            layers.append((num, sum(p.numel() for p in own)))
+            layers.append((num, sum(p.numel() for p in own), _hidden_size(own, model)))
     if not layers:
         return None
     top_k = _top_k(model)
     if top_k is None:
         return None
     return ExpertLayers(num_experts=layers[0][0], top_k=top_k, num_moe_layers=len(layers),
-                        expert_params=sum(n for _, n in layers))
+                        expert_params=sum(n for _, n, _ in layers), hidden_size=layers[0][2])
+
+
+def _hidden_size(params, model) -> int | None:
+    """The token width of an experts module: the one trailing dimension all its stacked
+    weights share (gate_up (E, 2I, H) and down (E, H, I) share H); the config's
+    ``hidden_size`` where two are shared (I = H) and it is one of them."""
+    common = set(params[0].shape[1:])
+    for p in params[1:]:
+        common &= set(p.shape[1:])
+    if len(common) == 1:
+        return int(next(iter(common)))
+    hidden = getattr(getattr(model, "config", None), "hidden_size", None)
+    return int(hidden) if isinstance(hidden, int) and hidden in common else None
 
 
 def _top_k(model) -> int | None:

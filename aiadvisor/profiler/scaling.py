@@ -174,6 +174,12 @@ def rescale(prof: ModelProfile, *, batch_size: int | None = None,
             f"({'; '.join(prof.notes) or 'profile(..., scaling=False)'}). Profile again at "
             f"batch_size={batch_size}, seq_len={seq_len}."
         )
+    fixed = prof.scaling["fit"].get("fixed_seq_len")
+    if fixed is not None and seq_len != fixed:
+        raise InvalidArgumentError(
+            f"seq_len={seq_len} is not valid for this profile: it was fitted in the batch size "
+            f"only, at seq_len={fixed} (tracing at other sequence lengths failed; see "
+            f"prof.notes). Expected seq_len={fixed}, or profile inputs of the length you want.")
     # Sliders revisit the same sizes: keep the last few answers (profiles are immutable).
     cache = prof.scaling.setdefault("cache", {})
     hit = cache.get((batch_size, seq_len))

@@ -195,7 +195,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
 def _first_block(root: nn.Module, plan: BlockPlan | None) -> nn.Module | None:
     if plan is None:
         return None
-    return root.get_submodule(plan.path + ".0" if plan.path else "0")
+    return root.get_submodule(f"{plan.path}.{plan.start}" if plan.path else str(plan.start))
 
 
 def _param_dtype(model: nn.Module) -> torch.dtype:
@@ -233,6 +233,8 @@ def _real_inputs(spec: inputs_mod.InputSpec, device: torch.device, batch_size: i
     def one(x):
         if isinstance(x, torch.Tensor):
             y = x[:batch_size] if x.dim() > 0 and x.shape[0] == spec.batch_size else x
+            if y.is_meta:  # meta inputs hold no values: zeros of their shape (valid token ids)
+                y = torch.zeros(y.shape, dtype=y.dtype, device=device)
             y = y.detach().clone().to(device)
             return y.to(float_dtype) if float_dtype is not None and y.is_floating_point() else y
         return x

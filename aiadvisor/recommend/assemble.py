@@ -194,6 +194,17 @@ def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConf
     advice = parallel.attrs.get("advice") or ""
     if advice:
         notes.append(advice)
+    if "ep" in parallel.columns and (parallel["ep"] > 1).any():
+        # Expert-parallel rows are estimates on top of a base plan, and the prediction and code
+        # of the report are built from a ParallelConfig, which has no EP: use the best plan
+        # without EP there and name the EP one.
+        top = parallel.iloc[0]
+        if top["ep"] > 1 and top["fits"]:
+            notes.append(f"{top['strategy']} ranks first (expert parallel over {top['ep']} "
+                         f"devices, {top['step_time_s']:.3g} s per step, an estimate); the "
+                         "prediction and code below use the best plan without expert "
+                         "parallelism. See the parallelism table for EP plans.")
+        parallel = parallel[parallel["ep"] == 1]
     best = parallel.iloc[0]
     if not best["fits"]:
         leanest = parallel.sort_values("memory_per_device_bytes").iloc[0]

@@ -50,7 +50,7 @@ COLUMNS = [
     "optimizer_bytes", "activations_bytes", "buffers_bytes", "memory_per_device_bytes",
     "device_memory_bytes", "usable_memory_bytes", "fits", "cpu_memory_per_node_bytes",
     "step_time_s", "step_time_low_s", "step_time_high_s", "throughput", "communication_s",
-    "bound", "notes",
+    "bound", "notes", "ep",
 ]
 
 
@@ -340,7 +340,9 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
 
 def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devices: int,
                   precision: str = "bf16", fabric: Any = None,
-                  node_size: int | None = None) -> pd.DataFrame:
+                  node_size: int | None = None, ep_degrees: int | list[int] | None = None,
+                  moe_imbalance: float | None = None,
+                  nic_gbs_per_node: float | None = None) -> pd.DataFrame:
     """Rank the ways to run one step of ``prof`` on ``num_devices`` devices.
 
     Parameters
@@ -361,6 +363,19 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
         per device, "latency_us": ...}``); default: the device's usual build.
     node_size : int, optional
         Devices per node; ``num_devices`` must then fill whole nodes.
+    ep_degrees : int or list of int, optional
+        Mixture-of-experts profiles only: expert-parallel degrees to try, each dividing the
+        number of experts and ``num_devices`` (default: all of them). EP splits each MoE
+        layer's experts over that many devices of the data-parallel group and adds the
+        all-to-all dispatch/combine (:mod:`aiadvisor.recommend.expert_parallel`); the ``ep``
+        column says which degree a row uses (1: none).
+    moe_imbalance : float, optional
+        The most loaded expert's tokens over the mean, in [1, number of experts] (default:
+        the profile's own, 1.0 for balanced routing); the busiest EP rank's extra expert
+        compute is added.
+    nic_gbs_per_node : float, optional
+        NIC bandwidth per node across nodes, GB/s per direction, for EP's all-to-all
+        (default: the node's NICs at the fabric's efficiency, from ``fabric``/``node_size``).
 
     Returns
     -------
@@ -380,22 +395,40 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     """
     from ..hardware import resolve
     from ..hardware.fabrics import network_for
+    from .expert_parallel import (
+        check_ep_degrees,
+        check_moe_imbalance,
+        nic_bandwidth_per_device_gbs,
+    )
 
     _check(prof, num_devices, precision)
+    ep = check_ep_degrees(prof, ep_degrees, num_devices=num_devices)
+    imbalance = check_moe_imbalance(prof, moe_imbalance)
     spec = resolve(hardware)
     # Bad network input raises here, not as a reason on every row.
-    network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
+    network = network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
+    # EP's all-to-all crosses the same NICs: the node's line rate at the fabric's efficiency,
+    # unless the user gives a figure.
+    nic = (network.node_gbps / 8 * network.efficiency if nic_gbs_per_node is None
+           else nic_gbs_per_node)
+    nic_bandwidth_per_device_gbs(nic_gbs_per_node=nic)  # checks it
     return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
                                parts=activation_parts(prof, precision=precision),
-                               predictor=Predictor(fabric=fabric, node_size=node_size))
+                               predictor=Predictor(fabric=fabric, node_size=node_size),
+                               ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic)
 
 
 def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int,
                         precision: str, parts: ActivationParts,
-                        predictor: Predictor) -> pd.DataFrame:
+                        predictor: Predictor, ep_degrees: list[int] | None = None,
+                        moe_imbalance: float | None = None,
+                        nic_gbs_per_node: float | None = None) -> pd.DataFrame:
     """:func:`plan_parallel` with a resolved spec, precomputed activation parts and a shared
-    prediction cache (what ``advise`` uses)."""
+    prediction cache (what ``advise`` uses). ``ep_degrees=None`` tries every valid EP degree
+    of a mixture-of-experts profile."""
     import pandas as pd
+
+    from .expert_parallel import check_ep_degrees, check_moe_imbalance
 
     # Unknown memory (a CPU row of the catalog): assume it fits, and say so in the notes.
     capacity = spec.memory_bytes if spec.memory_bytes is not None else math.inf
@@ -404,11 +437,19 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
     records = []
     for row in rows:
         outcome = _predict(prof, spec, precision, row, predictor) if row.fits else None
-        records.append(_to_row(row, prof, spec, outcome))
+        records.append({**_to_row(row, prof, spec, outcome), "ep": 1})
+    if ep_degrees is None:
+        ep_degrees = check_ep_degrees(prof, None, num_devices=num_devices)
+    imbalance = check_moe_imbalance(prof, moe_imbalance) if prof.moe is not None else 1.0
+    ep_rows = _expert_records(prof, spec, rows, ep_degrees, precision=precision, parts=parts,
+                              capacity=capacity, predictor=predictor, imbalance=imbalance,
+                              nic_gbs_per_node=nic_gbs_per_node)
+    records += [r for r, _ in ep_rows]
     df = pd.DataFrame.from_records(records, columns=COLUMNS)
     df = _rank(df)
     advice = ""
-    if not any(r.fits and not r.config.offload for r in rows):
+    if not any(r.fits and not r.config.offload for r in rows) and not any(
+            fits for _, fits in ep_rows):
         advice = advice_when_nothing_fits(prof, spec, num_devices=num_devices,
                                           precision=precision, parts=parts, rows=rows)
         # also in the table itself: DataFrame attrs do not survive every pandas operation
@@ -429,6 +470,35 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
                      "headroom_fraction": HEADROOM_FRACTION, "advice": advice,
                      "notes": notes, "network": network})
     return df
+
+
+def _expert_records(prof, spec, rows, ep_degrees, *, precision, parts, capacity, predictor,
+                    imbalance, nic_gbs_per_node) -> list[tuple[dict[str, Any], bool]]:
+    """Table rows of the expert-parallel versions of ``rows``' plans, with whether each fits."""
+    from .expert_parallel import (
+        DEFAULT_NIC_GBS_PER_NODE,
+        ep_label,
+        expert_plans,
+        predict_expert_plan,
+    )
+    from .predictor import Outcome
+
+    if not ep_degrees or prof.moe is None:
+        return []
+    nic = DEFAULT_NIC_GBS_PER_NODE if nic_gbs_per_node is None else nic_gbs_per_node
+    out = []
+    for plan in expert_plans(prof, [r.config for r in rows], ep_degrees, precision=precision,
+                             parts=parts, capacity_bytes=capacity):
+        outcome = None
+        if plan.fits:
+            pred, reason = predict_expert_plan(prof, plan, spec, precision=precision,
+                                               predictor=predictor, imbalance=imbalance,
+                                               nic_gbs_per_node=nic)
+            outcome = Outcome(pred, reason)
+        record = _to_row(plan, prof, spec, outcome)
+        record.update(strategy=ep_label(plan.config, plan.ep), ep=plan.ep)
+        out.append((record, plan.fits))
+    return out
 
 
 def _rank(df: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..units import fmt_bytes, fmt_flops, fmt_seconds
+from ..units import fmt_bytes, fmt_flops, fmt_params, fmt_seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,7 +105,7 @@ def summary_lines(report: Any) -> list[str]:
     """The few sentences at the top of every rendering."""
     p, o, pred = report.profile, report.options, report.prediction
     lines = [
-        f"{p.model_name} ({p.model_type}): {p.num_params:,} parameters, {o['mode']} step at "
+        f"{p.model_name} ({p.model_type}): {fmt_params(p)}, {o['mode']} step at "
         f"batch {p.batch_size}" + (f" x {p.seq_len} tokens" if p.seq_len else "") + ".",
         (f"FLOPs per step: {fmt_flops(p.flops_per_step)}; memory as profiled: "
         f"{fmt_bytes(p.memory.peak_bytes)} peak."),

@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import AIAdvisorError
-from ..units import PRECISIONS, fmt_seconds
+from ..units import PRECISIONS, fmt_params, fmt_seconds
 from .charts import quick_charts
 from .html import ESTIMATED, note
 from .views import VIEWS, views_for
@@ -250,7 +250,7 @@ def headline_html(report: Any) -> str:
     esc = html.escape
     seq = f", sequence {profile.seq_len}" if profile.seq_len else ""
     title = (f"<h3>aiadvisor: {esc(profile.model_type)} &middot; "
-             f"{profile.num_params:,} parameters</h3>"
+             f"{esc(fmt_params(profile))}</h3>"
              f'<div class="aiadvisor-sub">{esc(profile.mode)}, batch {profile.batch_size}{seq}, '
              f"traced on {esc(profile.path)} tensors</div>")
     pred = getattr(report, "prediction", None)

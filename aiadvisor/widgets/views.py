@@ -7,7 +7,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import AIAdvisorError
-from ..units import fmt_bytes, fmt_flops, fmt_seconds
+from ..units import fmt_bytes, fmt_flops, fmt_params, fmt_seconds
 from ..viz import plans as plan_charts
 from ..viz import profile as profile_charts
 from . import html as H
@@ -94,7 +94,7 @@ def _summary_html(prof: Any) -> str:
               f"{fmt_bytes(mem.grads_bytes)}, optimizer {fmt_bytes(mem.optimizer_bytes)}, "
               f"activations {fmt_bytes(mem.activations_bytes)})")
     rows = [
-        ("model", (f"{prof.model_type}: {prof.num_params:,} parameters "
+        ("model", (f"{prof.model_type}: {fmt_params(prof)} "
                   f"({prof.num_trainable_params:,} trainable)")),
         ("step", f"{prof.mode}, batch {prof.batch_size}{seq}, {prof.precision}{optimizer}"),
         ("FLOPs per step", flops),

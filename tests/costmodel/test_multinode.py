@@ -39,8 +39,7 @@ def test_send_recv_crosses_nodes_only_between_domains():
 
 def test_all_to_all_by_hand():
     # 64 devices, 8 per node, 1 GB each: 7/64 GB inside at 200 GB/s, 56/64 GB out at 25 GB/s.
-    t = all_to_all_time_s(1e9, num_devices=64, per_domain=8, intra_bw_gbs=200,
-                          inter_bw_gbs=25, alpha_s=0.0)
+    t = all_to_all_time_s(1e9, 64, 200, 25, 8, alpha_s=0.0)
     assert t == pytest.approx(56 / 64 * 1e9 / 25e9)
 
 
