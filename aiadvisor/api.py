@@ -66,7 +66,10 @@ class Report:
     parallel : pandas.DataFrame
         :func:`aiadvisor.plan_parallel` for the chosen device and number of devices.
     recommendations : list of Recommendation
-        Tactics that fired, each with its trigger, predicted gain and code.
+        The steps of :attr:`plan` in order, each with its trigger, predicted gain on top of
+        the steps before it and code.
+    plan : pandas.DataFrame
+        The recommendations as a stacked plan (see :attr:`plan`).
     prediction : Prediction or None
         The cost model on the chosen device, precision and plan.
     hardware_spec : HardwareSpec
@@ -122,6 +125,17 @@ class Report:
         (:meth:`serving_recommendations`), then the tactics for the prompt forward."""
         serving = self.serving_recommendations() if self._serving is not None else []
         return serving + list(self._advice.recommendations)
+
+    @property
+    def plan(self):
+        """The recommendations as an ordered plan: one row per step with its speedup on top of
+        the steps before (``speedup_step``), the product so far (``speedup_cumulative``), its
+        memory effect, the memory per device after it and what triggered it; mutually
+        exclusive choices are one step with their ``alternatives``. ``attrs`` hold the step
+        as you run it (``baseline_step_time_s``, ``baseline_memory_bytes``) and the tactics
+        not offered, with why (``skipped``: already applied, or under 3 %). Predicted by the
+        cost model, not measured (``aa.verify_plan`` measures on the attached device)."""
+        return self._advice.plan
 
     @property
     def prediction(self) -> Prediction | None:
@@ -335,6 +349,7 @@ class Report:
             "prediction": prediction_dict(self.prediction),
             "notes": self.notes,
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
+            "plan": {"steps": self.plan.to_dict(orient="records"), **self.plan.attrs},
             "hardware": self.hardware.to_dict(orient="records"),
             "precision": self.precision.to_dict(orient="records"),
             "parallel": self.parallel.to_dict(orient="records"),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
+from ..errors import AIAdvisorError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
@@ -62,20 +63,44 @@ class Context:
     predictor: Predictor
     parts_for: PartsSource | None = None
     """Activation parts per precision (other precisions than ``precision``)."""
+    transforms: tuple[Callable[[ModelProfile], ModelProfile], ...] = ()
+    """What-if rewrites of the whole-step profile made by earlier steps of a plan (fusion,
+    fused attention, ...): every prediction of this context includes them, so a rule prices
+    its tactic on top of those steps (:mod:`.plan`)."""
     _base: Prediction | None = None
+    _steps: dict = dataclasses.field(default_factory=dict)
 
     # -- predictions -------------------------------------------------------------------------
     def predict(self, prof: ModelProfile | None = None, *, precision: str | None = None,
                 parallel: ParallelConfig | None = None) -> Prediction | None:
         """The cost model when each data-parallel replica runs ``prof`` (default: ours)."""
-        return self.predictor(prof or self.prof, self.spec,
-                              precision=precision or self.precision,
-                              parallel=parallel or self.config)
+        prof, parallel = prof or self.prof, parallel or self.config
+        precision = precision or self.precision
+        if not self.transforms:
+            return self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        try:
+            step = self.step_of(prof, parallel)
+        except AIAdvisorError:
+            return None
+        return self.predictor.outcome(step, self.spec, precision=precision,
+                                      parallel=parallel).prediction
+
+    def step_of(self, prof: ModelProfile, parallel: ParallelConfig) -> ModelProfile:
+        """The whole step of ``parallel`` when each device runs ``prof``, with this context's
+        transforms applied (memoised: the predictor's cache matches profiles by identity)."""
+        key = (id(prof), parallel)
+        hit = self._steps.get(key)
+        if hit is None or hit[0] is not prof:
+            step = self.predictor.step_profile(prof, parallel)
+            for transform in self.transforms:
+                step = transform(step)
+            hit = self._steps[key] = (prof, step)
+        return hit[1]
 
     @property
     def step_prof(self) -> ModelProfile:
         """The whole step of the chosen plan (global batch), what transforms rewrite."""
-        return self.predictor.step_profile(self.prof, self.config)
+        return self.step_of(self.prof, self.config)
 
     def predict_step(self, step_prof: ModelProfile) -> Prediction | None:
         """The cost model on a (transformed) whole-step profile under the chosen plan."""
@@ -137,12 +162,14 @@ def _pct(x: float) -> str:
 
 def _make(ctx: Context, *, tactic_id: str, title: str, category: str, rationale: str,
           snippet_id: str, values: dict[str, Any] | None = None, gain: Speedup | None = None,
-          memory_saving_bytes: float | None = None, trigger: dict[str, Any] | None = None
-          ) -> Recommendation:
+          memory_saving_bytes: float | None = None, trigger: dict[str, Any] | None = None,
+          effect: dict[str, Any] | None = None) -> Recommendation:
     meta = SNIPPETS[snippet_id]
     code = ctx.render(snippet_id, **(values or {}))
     extra = {"snippet": snippet_id, "requires": list(meta.requires), "launcher": meta.launcher,
              "needs_cuda": meta.needs_cuda, "trigger": trigger or {}}
+    if effect:
+        extra["effect"] = effect  # what a plan applies for the steps after it (.plan)
     return Recommendation(
         id=tactic_id, title=title, category=category, rationale=rationale, code=code,
         predicted_speedup=None if gain is None else round(gain.point, 4),
@@ -520,8 +547,7 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
         return None
     whole = dataclasses.replace(c, grad_accum_steps=1)
     before, after = ctx.memory(whole), ctx.memory()
-    gain = _gain(ctx, ctx.base, ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision,
-                                              parallel=whole))
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=whole))
     sizes = layout(c, ctx.prof.batch_size)
     replica = sizes.replica_batch
     return _make(
@@ -551,8 +577,7 @@ def larger_batch(ctx: Context) -> Recommendation | None:
                             micro_batch=layout(ctx.config, batch).micro_batch)
         if mem.total_bytes > capacity:
             break
-        bigger = ctx.predictor.at(ctx.prof, batch)
-        pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
+        pred = ctx.predict(ctx.predictor.at(ctx.prof, batch))
         if pred is None:
             break
         gain = throughput_gain(base, pred)
@@ -573,6 +598,7 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         snippet_id="larger_batch", values={"batch_size": batch,
                                            "old_batch_size": ctx.prof.batch_size},
         gain=gain, trigger={"free_bytes": capacity - ctx.memory().total_bytes},
+        effect={"batch_size": batch},
     )
 
 
@@ -706,8 +732,7 @@ def weight_only_nf4(ctx: Context) -> Recommendation | None:
     nf4 = ctx.memory(single, precision="nf4")
     if now.total_bytes <= capacity or nf4.total_bytes > capacity:
         return None
-    gain = _gain(ctx, ctx.predictor(ctx.prof, ctx.spec, precision="nf4", parallel=single),
-                 ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision, parallel=single))
+    gain = _gain(ctx, ctx.predict(precision="nf4", parallel=single), ctx.predict(parallel=single))
     return _make(
         ctx, tactic_id="weight_only_nf4", title="NF4 weights: fit the model on one device",
         category="memory",
@@ -726,8 +751,10 @@ def sparsity_24(ctx: Context) -> Recommendation | None:
     ampere_or_newer = ctx.spec.vendor == "NVIDIA" and ctx.spec.tf32_tflops is not None
     if ctx.train or base is None or not ampere_or_newer or base.compute_s <= base.memory_s:
         return None
-    share = ctx.flops_share("gemm")
-    if share < 0.6:
+    total = sum(op.flops for op in ctx.step_prof.ops)
+    share = sum(op.flops for op in ctx.step_prof.ops
+                if transforms.sparse_qualifies(op)) / total if total else 0.0
+    if share < 0.5:
         return None
     gain = _gain_of(ctx, transforms.sparse_gemms(ctx.step_prof))
     if gain is None or gain.point < MIN_SPEEDUP:
@@ -736,11 +763,12 @@ def sparsity_24(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="sparsity_24", title="2:4 structured sparsity", category="model",
         rationale=(f"The device work is compute-bound ({fmt_seconds(base.compute_s)} computing vs "
                    f"{fmt_seconds(base.memory_s)} moving data) and {_pct(share)} of its FLOPs "
-                   "are Linear GEMMs; "
-                   f"{ctx.spec.name}'s sparse tensor cores skip half of the weights. Pruning "
-                   "costs accuracy: fine-tune afterwards and measure."),
+                   "are Linear GEMMs large enough for the sparse kernels; they are priced at "
+                   f"the measured {transforms.SPARSE_GEMM_SPEEDUP:g}x (1.1-1.3x in published "
+                   f"measurements), not 2x. Pruning costs accuracy: fine-tune afterwards and "
+                   "measure."),
         snippet_id="sparsity_24", values={"dtype": "float16"}, gain=gain,
-        trigger={"gemm_flops_share": share, "compute_s": base.compute_s},
+        trigger={"qualifying_gemm_flops_share": share, "compute_s": base.compute_s},
     )
 
 
@@ -751,8 +779,7 @@ def serving(ctx: Context) -> Recommendation | None:
     if ctx.train or base is None or not p.num_blocks or not p.seq_len or p.batch_size > 8 \
             or not ctx.is_cuda_gpu:
         return None
-    bigger = ctx.predictor.at(p, p.batch_size * 8)
-    pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
+    pred = ctx.predict(ctx.predictor.at(p, p.batch_size * 8))
     if pred is None:
         return None
     gain = throughput_gain(base, pred)
@@ -794,11 +821,15 @@ def onnx_export(ctx: Context) -> Recommendation | None:
     )
 
 
+#: The seed article's pruning recipe: keep the 80 % most important channels.
+PRUNE_KEEP = 0.8
+
+
 @rule("distill_prune")
 def distill_prune(ctx: Context) -> Recommendation | None:
     if ctx.train or ctx.spec.kind != "edge":
         return None
-    keep = 0.8  # the seed article's recipe: keep the 80 % most important channels
+    keep = PRUNE_KEEP
     gain = _gain_of(ctx, transforms.pruned(ctx.step_prof, keep=keep))
     weights = ctx.memory().weights_bytes
     return _make(
@@ -833,7 +864,7 @@ def embedding_int8(ctx: Context) -> Recommendation | None:
                    f"{fmt_bytes(emb_params * (bytes_now - 1))}."),
         snippet_id="embedding_int8", gain=gain,
         memory_saving_bytes=emb_params * (bytes_now - 1),
-        trigger={"embedding_params": emb_params},
+        trigger={"embedding_params": emb_params}, effect={"factor": factor},
     )
 
 
