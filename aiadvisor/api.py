@@ -334,7 +334,8 @@ class Report:
         if "hardware" in changes and changes["hardware"] != spec.name:
             spec = _resolve_hardware(changes["hardware"])
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
-                         names=self._names, predictor=self._predictor)
+                         names=self._names, predictor=self._predictor,
+                         applied=self._advice.applied)
         return Report(advice=advice, base=self._base, names=self._names, spec=spec,
                       specs=self._specs, predictor=self._predictor, serving=self._serving)
 
@@ -433,8 +434,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            precision: str | None = None, batch_size: int | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
            model_name: str = "model", inputs_name: str = "x",
-           optimizer_name: str = "optimizer", optimizer: str | None = None,
-           measure: bool | None = None) -> Report:
+           optimizer_name: str = "optimizer", optimizer: Any = None,
+           measure: bool | None = None, dataloader: Any = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
 
     Parameters
@@ -470,13 +471,22 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         Marks the hardware rows within budget and names the fastest of them.
     model_name, inputs_name, optimizer_name : str
         The variable names the generated code uses (validated Python identifiers).
-    optimizer : str, optional
+    optimizer : str or torch.optim.Optimizer, optional
         The optimizer to account for: adamw, adam, sgd, sgd_momentum or none (None:
         ``"adamw"`` for a live model, the profile's own for a profile; inference profiles
-        have ``"none"``).
+        have ``"none"``). The user's own AdamW, Adam or SGD instance works too: its update
+        rule is read from its class, and a ``fused``/``foreach`` one is not told to fuse.
     measure : bool, optional
         Also time real steps on the attached device (see :func:`aiadvisor.profile`; None:
         False). With a profile, ``measure=True`` needs one captured with ``measure=True``.
+    dataloader : torch.utils.data.DataLoader, optional
+        The user's loader: with ``pin_memory=True`` and workers, the plan does not offer
+        them again.
+
+    Tactics the model already uses (fused attention, a fused/foreach optimizer,
+    channels_last weights, a compiled model, gradient checkpointing, the loader's pinned
+    memory and workers, the TF32 switch) are detected (:mod:`aiadvisor.recommend.applied`)
+    and left out of the plan; ``report.plan.attrs["skipped"]`` says which and why.
 
     Returns
     -------
@@ -499,11 +509,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     ('NVIDIA H100 SXM', True)
     """
     from .hardware import all_specs
+    from .recommend.applied import detect
+    from .recommend.applied import optimizer_name as _optimizer_name
     from .recommend.assemble import check_options, compute
     from .recommend.predictor import Predictor
 
     names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,
                       call_style=_call_style(example_inputs))
+    optimizer_object, optimizer = optimizer, _optimizer_name(optimizer)
     options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
                "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour}
     check_options(options)
@@ -521,11 +534,13 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         base = profile_for_advice(model, example_inputs, mode=mode or "train",
                                   precision=precision, optimizer=optimizer or "adamw",
                                   measure=_check_measure(measure), model_name=model_name)
+    applied = detect(model, optimizer=optimizer_object,
+                     dataloader=dataloader, profile=base)
     spec = _resolve_hardware(hardware)
     specs = all_specs()
     predictor = Predictor()
     advice = compute(base, spec=spec, specs=specs, options=options, names=names,
-                     predictor=predictor)
+                     predictor=predictor, applied=applied)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
                   predictor=predictor, serving=serving)
 

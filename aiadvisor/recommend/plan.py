@@ -28,6 +28,7 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Rec
 from ..units import fmt_bytes
 from . import tactics, transforms
 from .memory import PartsSource, device_memory, usable_bytes
+from .precision import support_level
 from .predictor import Predictor, layout, speedup
 from .tactics import MIN_SPEEDUP, Context
 
@@ -43,8 +44,9 @@ RULE_ORDER = ("sdpa", "fp8", "channels_last", "fused_optimizer", "torch_compile"
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
 #: Mutually exclusive tactics among :data:`RULE_ORDER`: one step, the fastest, with the others
 #: listed as its alternatives (low-precision formats of the weights; two ways to fuse kernels
-#: for inference).
-EXCLUSIVE = (("fp8", "weight_only_int4", "dynamic_int8"), ("torch_compile", "onnx_export"))
+#: for inference; two ways to run more samples a step: a bigger batch or a serving engine).
+EXCLUSIVE = (("fp8", "weight_only_int4", "dynamic_int8"), ("torch_compile", "onnx_export"),
+             ("larger_batch", "serving"))
 #: Components of a parallel plan, in the order they are added to plain data parallel.
 STRUCTURE_TACTICS = ("fsdp", "deepspeed_zero", "cpu_offload", "tensor_parallel",
                      "pipeline_parallel", "activation_checkpointing", "grad_accumulation")
@@ -175,9 +177,12 @@ class _Builder:
         return self.context(state).base
 
     # -- steps -------------------------------------------------------------------------------
-    def add(self, rec: Recommendation, state: State, *, gain: float | None = None,
-            memory_saving: float | None = None, alternatives: list[dict] | None = None) -> None:
+    def add(self, rec: Recommendation, before: State, state: State, *,
+            gain: float | None = None, alternatives: list[dict] | None = None) -> None:
+        """Append ``rec`` as the next step, taking the plan from ``before`` to ``state``; its
+        memory effect is the difference of the two (negative: it costs memory)."""
         step_gain = rec.predicted_speedup if gain is None else gain
+        memory_saving = self.memory(before) - self.memory(state)
         self.cumulative *= step_gain if step_gain else 1.0
         extra = {**rec.extra, "step": len(self.steps) + 1,
                  "speedup_cumulative": round(self.cumulative, 4),
@@ -188,8 +193,7 @@ class _Builder:
         if gain is not None:
             changes.update(predicted_speedup=round(gain, 4), speedup_low=None,
                            speedup_high=None)
-        if memory_saving is not None:
-            changes["memory_saving_bytes"] = int(memory_saving)
+        changes["memory_saving_bytes"] = int(memory_saving) if abs(memory_saving) >= 1 else None
         self.steps.append(dataclasses.replace(rec, **changes))
 
     def keeps(self, rec: Recommendation, state: State) -> bool:
@@ -216,30 +220,29 @@ class _Builder:
     def precision_step(self, state: State) -> State:
         ctx = self.context(state)
         fired = [rec for tid, fn in tactics.RULES if tid in PRECISION_TACTICS
-                 and not self.already(tid) and (rec := fn(ctx)) is not None]
+                 and (rec := fn(ctx)) is not None and not self.already(tid)]
         if not fired:
             return state
         best = max(fired, key=lambda r: r.predicted_speedup or 0.0)
         alternatives = [{"id": r.id, "title": r.title, "predicted_speedup": r.predicted_speedup}
                         for r in fired if r is not best]
         new = dataclasses.replace(state, precision=PRECISION_OF[best.id])
-        self.add(best, new, alternatives=alternatives)
+        self.add(best, state, new, alternatives=alternatives)
         return new
 
     def structure_steps(self, state: State) -> State:
         """From full replicas to the planner's best plan at the state's precision."""
         target, _fits = self.plan_for(state.precision)
-        ctx = self.context(dataclasses.replace(state, config=target))
         rules = dict(tactics.RULES)
         priced = state  # a component without its own step is priced with the next one
         for tactic_id, config in _components(state.config, target):
-            rec = rules[tactic_id](ctx)
             state = dataclasses.replace(state, config=config)
+            # the rule explains this component: the plan so far against it without
+            rec = rules[tactic_id](self.context(state))
             if rec is not None and not self.already(tactic_id):
                 before, after = self.predict(priced), self.predict(state)
                 gain = speedup(before, after).point if before and after else None
-                self.add(rec, state, gain=gain,
-                         memory_saving=self.memory(priced) - self.memory(state))
+                self.add(rec, priced, state, gain=gain)
                 priced = state
         return state
 
@@ -252,16 +255,18 @@ class _Builder:
             group = next((g for g in EXCLUSIVE if tactic_id in g), (tactic_id,))
             done.update(group)
             ctx = self.context(state)
-            fired = [rec for tid in group if tid in rules and not self.already(tid)
-                     and (rec := rules[tid](ctx)) is not None and self.keeps(rec, state)]
+            fired = [rec for tid in group if tid in rules
+                     and (rec := rules[tid](ctx)) is not None and not self.already(tid)
+                     and self.keeps(rec, state)]
             if not fired:
                 continue
             best = max(fired, key=lambda r: r.predicted_speedup or 0.0)
             alternatives = [{"id": r.id, "title": r.title,
                              "predicted_speedup": r.predicted_speedup}
                             for r in fired if r is not best]
-            state = EFFECTS.get(best.id, _no_change)(state, best)
-            self.add(best, state, alternatives=alternatives)
+            new = EFFECTS.get(best.id, _no_change)(state, best)
+            self.add(best, state, new, alternatives=alternatives)
+            state = new
         return state
 
 
@@ -321,7 +326,9 @@ def _graphed(state: State, rec: Recommendation) -> State:
 
 
 def _bigger_batch(state: State, rec: Recommendation) -> State:
-    return dataclasses.replace(state, batch_size=rec.extra["effect"]["batch_size"])
+    effect = rec.extra["effect"]
+    config = dataclasses.replace(state.config, checkpointing=effect["checkpointing"])
+    return dataclasses.replace(state, batch_size=effect["batch_size"], config=config)
 
 
 def _embedding(state: State, rec: Recommendation) -> State:
@@ -372,6 +379,10 @@ def build_plan(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int, prec
     applied = dict(applied or {})
     b = _Builder(base_prof=prof, num_devices=num_devices, names=names, predictor=predictor,
                  parts_for=parts_for, plan_for=plan_for, applied=applied)
+    if precision == "fp32" and "tf32" in applied and support_level(spec, "tf32") == "full":
+        precision = "tf32"  # the switch is on: the step already runs its matmuls in TF32
+        b.skipped.append(f"as you run it: TF32 ({applied['tf32']}), so the plan starts in tf32.")
+        del applied["tf32"]
     start = State(batch_size=prof.batch_size, precision=precision,
                   config=ParallelConfig(dp_degree=num_devices), spec=spec)
     baseline = b.predict(start)

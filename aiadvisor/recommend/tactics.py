@@ -565,41 +565,68 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
     )
 
 
+#: Batch multiples a larger-batch step tries, and the least throughput gain it is worth.
+BATCH_FACTORS = (2, 4, 8, 16)
+MIN_BATCH_GAIN = 1.1
+
+
+def _batch_options(ctx: Context, capacity: float):
+    """``(batch, config, gain, bytes)`` for each larger batch that fits, without and (training
+    a model with blocks and no checkpointing yet) with activation checkpointing."""
+    configs = [ctx.config]
+    if ctx.train and ctx.parts.num_blocks and ctx.config.checkpointing == "none":
+        configs.append(dataclasses.replace(ctx.config, checkpointing="full"))
+    for config in configs:
+        for factor in BATCH_FACTORS:
+            batch = ctx.prof.batch_size * factor
+            mem = device_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
+                                micro_batch=layout(config, batch).micro_batch)
+            if mem.total_bytes > capacity:
+                break
+            pred = ctx.predict(ctx.predictor.at(ctx.prof, batch), parallel=config)
+            if pred is None:
+                break
+            yield batch, config, throughput_gain(ctx.base, pred), mem.total_bytes
+
+
 @rule("larger_batch")
 def larger_batch(ctx: Context) -> Recommendation | None:
+    """The batch (and checkpointing, where it lets a larger batch fit) of highest throughput
+    within memory; a smaller batch is kept unless the larger one gains 5 % more."""
     base, capacity = ctx.base, ctx.usable_bytes
     if base is None or capacity is None or ctx.config.grad_accum_steps > 1 or not ctx.plan_fits:
         return None
     best = None
-    for factor in (2, 4, 8):
-        batch = ctx.prof.batch_size * factor
-        mem = device_memory(ctx.prof, ctx.config, precision=ctx.precision, parts=ctx.parts,
-                            micro_batch=layout(ctx.config, batch).micro_batch)
-        if mem.total_bytes > capacity:
-            break
-        pred = ctx.predict(ctx.predictor.at(ctx.prof, batch))
-        if pred is None:
-            break
-        gain = throughput_gain(base, pred)
-        if best is not None and gain.point < 1.05 * best[1].point:
-            break  # diminishing returns: stop at the smaller batch
-        if gain.point >= 1.1:
-            best = (batch, gain, mem.total_bytes)
+    for option in sorted(_batch_options(ctx, capacity), key=lambda o: o[0]):
+        if option[2].point >= MIN_BATCH_GAIN and (
+                best is None or option[2].point >= 1.05 * best[2].point):
+            best = option
     if best is None:
         return None
-    batch, gain, mem = best
-    return _make(
-        ctx, tactic_id="larger_batch", title=f"Larger batch: {batch} per device",
+    batch, config, gain, mem = best
+    ckpt = config.checkpointing != ctx.config.checkpointing
+    rec = _make(
+        ctx, tactic_id="larger_batch",
+        title=f"Larger batch: {batch} per device"
+              + (" with activation checkpointing" if ckpt else ""),
         category="speed",
         rationale=(f"At batch {ctx.prof.batch_size} the step uses "
                    f"{fmt_bytes(ctx.memory().total_bytes)} of {fmt_bytes(capacity)} usable; "
-                   f"batch {batch} still fits ({fmt_bytes(mem)}) and keeps the device busier "
-                   "(throughput gain shown; retune the learning rate)."),
+                   f"batch {batch} "
+                   + ("fits with activation checkpointing " if ckpt else "still fits ")
+                   + f"({fmt_bytes(mem)}) and keeps the device busier; of the batches that "
+                   "fit, it has the highest predicted throughput (gain shown"
+                   + (", net of the recomputation" if ckpt else "")
+                   + "; retune the learning rate)."),
         snippet_id="larger_batch", values={"batch_size": batch,
                                            "old_batch_size": ctx.prof.batch_size},
         gain=gain, trigger={"free_bytes": capacity - ctx.memory().total_bytes},
-        effect={"batch_size": batch},
+        effect={"batch_size": batch, "checkpointing": config.checkpointing},
     )
+    if ckpt:
+        rec = dataclasses.replace(rec, code=ctx.render("checkpointing", selective=False)
+                                  + "\n" + rec.code)
+    return rec
 
 
 @rule("optimizer_8bit")
