@@ -289,7 +289,10 @@ def fp8(ctx: Context) -> Recommendation | None:
 @rule("channels_last")
 def channels_last(ctx: Context) -> Recommendation | None:
     share = ctx.flops_share("conv")
-    if share < 0.3 or not ctx.is_cuda_gpu or ctx.precision == "fp32":
+    # GPUs: tensor-core convolutions (bf16/fp16/tf32) want NHWC. CPUs: oneDNN's convolutions
+    # reorder NCHW tensors to their blocked/NHWC layouts in every precision.
+    gpu = ctx.is_cuda_gpu and ctx.precision != "fp32"
+    if share < 0.3 or not (gpu or ctx.spec.kind == "cpu"):
         return None
     extra = transforms.layout_transposes(ctx.step_prof)
     moved = sum(op.bytes_total for op in extra)
@@ -299,9 +302,10 @@ def channels_last(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="channels_last", title="channels_last memory format for convolutions",
         category="speed",
-        rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, tensor-core "
-                   f"convolutions transpose their operands ({fmt_bytes(moved)} per step); NHWC "
-                   "tensors skip that."),
+        rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, "
+                   + ("oneDNN's CPU" if ctx.spec.kind == "cpu" else "tensor-core")
+                   + f" convolutions reorder their operands ({fmt_bytes(moved)} per step); "
+                   "NHWC tensors skip that."),
         snippet_id="channels_last", gain=gain, trigger={"conv_flops_share": share},
     )
 
