@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 #: The order of the tactic steps after the precision and parallel-plan steps: kernels first
 #: (they change what later steps see), then memory, batch, model changes and deployment.
 RULE_ORDER = ("sdpa", "fp8", "channels_last", "fused_optimizer", "torch_compile", "cuda_graphs",
-              "cpu_threads", "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
+              "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
               "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
