@@ -148,6 +148,7 @@ class _Builder:
     steps: list[Recommendation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     cumulative: float = 1.0
+    step_cache: dict = field(default_factory=dict)
 
     # -- the state ---------------------------------------------------------------------------
     def context(self, state: State) -> Context:
@@ -159,7 +160,7 @@ class _Builder:
                        num_devices=self.num_devices, config=state.config,
                        plan_fits=bool(self.fits(state)), parts=parts, names=self.names,
                        predictor=self.predictor, parts_for=self.parts_for,
-                       transforms=state.transforms)
+                       transforms=state.transforms, _steps=self.step_cache)
 
     def memory(self, state: State) -> float:
         parts = self.parts_for(state.precision)

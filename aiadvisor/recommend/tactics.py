@@ -69,6 +69,8 @@ class Context:
     its tactic on top of those steps (:mod:`.plan`)."""
     _base: Prediction | None = None
     _steps: dict = dataclasses.field(default_factory=dict)
+    """Transformed step profiles by (profile, plan, transforms); a plan shares one across its
+    contexts, so that the predictor's identity-keyed cache answers repeated questions."""
 
     # -- predictions -------------------------------------------------------------------------
     def predict(self, prof: ModelProfile | None = None, *, precision: str | None = None,
@@ -88,14 +90,14 @@ class Context:
     def step_of(self, prof: ModelProfile, parallel: ParallelConfig) -> ModelProfile:
         """The whole step of ``parallel`` when each device runs ``prof``, with this context's
         transforms applied (memoised: the predictor's cache matches profiles by identity)."""
-        key = (id(prof), parallel)
+        key = (id(prof), parallel, *map(id, self.transforms))
         hit = self._steps.get(key)
-        if hit is None or hit[0] is not prof:
+        if hit is None or hit[0] is not prof or hit[1] != self.transforms:
             step = self.predictor.step_profile(prof, parallel)
             for transform in self.transforms:
                 step = transform(step)
-            hit = self._steps[key] = (prof, step)
-        return hit[1]
+            hit = self._steps[key] = (prof, self.transforms, step)
+        return hit[2]
 
     @property
     def step_prof(self) -> ModelProfile:
