@@ -269,6 +269,25 @@ class PlanVerification:
                          "seconds_per_sample": s.seconds_per_sample, "error": s.error})
         return pd.DataFrame.from_records(rows)
 
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        cols = ("step", "tactic", "status", "predicted_speedup", "measured_speedup",
+                "predicted_cumulative", "measured_cumulative", "error")
+        head = "".join(f"<th>{esc(c.replace('_', ' '))}</th>" for c in cols)
+
+        def cell(value: Any) -> str:
+            if isinstance(value, float):
+                return "-" if value != value else f"{value:.2f}"
+            return esc(str(value))
+
+        body = "".join("<tr>" + "".join(f"<td>{cell(row[c])}</td>" for c in cols) + "</tr>"
+                       for row in self.table().to_dict("records"))
+        return (f'<div class="aiadvisor-verify"><b>The plan, measured step by step</b> (as '
+                f"you run it: {esc(fmt_seconds(self.baseline_seconds_per_sample))} per sample; "
+                f"median of {self.repeats} steps each)"
+                f'<table class="aa-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+                "</table></div>")
+
     def __str__(self) -> str:
         lines = [f"As you run it: {fmt_seconds(self.baseline_seconds_per_sample)} per sample "
                  f"(median of {self.repeats} steps)."]
@@ -460,7 +479,14 @@ def verify_plan(model: Any, example_inputs: Any, report: Any, *, loss_fn: Any = 
 
     import torch
 
-    _device_type(model)
+    kind = _device_type(model)
+    spec = getattr(report, "hardware_spec", None)
+    if spec is not None and (kind == "cpu") != (spec.kind == "cpu"):
+        raise InvalidArgumentError(
+            f"The plan was made for {spec.name} but the model is on {kind}: a measurement here "
+            "says nothing about that device. Advise for the attached device "
+            "(aa.advise(model, x, hardware='local'), %advise model x --hardware local) and "
+            "verify that plan.")
     names = report._names  # noqa: SLF001 - the names the code was generated with
     mode = report.options["mode"]
     batch_size = report.profile.batch_size

@@ -459,3 +459,36 @@ def test_advise_generate_on_a_model_that_is_no_lm_is_one_line(ip):
     message = run_error(ip, '%advise net batch --mode generate --hardware "NVIDIA L4"')
     assert message.startswith("Linear has no token embedding")
     assert "generation needs a causal LM" in message and "\n" not in message
+
+
+def test_verify_plan_measures_the_last_reports_steps(ip):
+    from IPython.utils.capture import capture_output
+
+    from aiadvisor.verify import PlanVerification
+
+    torch.manual_seed(0)
+    ip.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                              torch.nn.Linear(128, 10)),
+                      batch=torch.randn(16, 64))
+    with capture_output() as captured:
+        ip.run_cell("%advise net batch --mode infer")  # the attached CPU, as detected
+        ip.run_cell("%advise --verify-plan")
+    result = ip.find_magic("advise").__self__.last_verification
+    assert isinstance(result, PlanVerification)
+    view = ip.find_magic("advise").__self__.last_view
+    report = getattr(view, "report", view)  # a dashboard, or the report without widgets
+    assert [s.tactic for s in result.steps] == [r.id for r in report.recommendations]
+    assert "As you run it" in captured.outputs[-1].data["text/plain"]
+    assert "<table" in captured.outputs[-1].data["text/html"]
+
+
+def test_verify_plan_refuses_a_plan_for_another_device(ip):
+    ip.user_ns.update(lin=torch.nn.Linear(8, 8), batch=torch.randn(4, 8))
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        ip.run_cell(f'%advise lin batch --hardware "{TARGET}"')
+    if torch.cuda.is_available():
+        pytest.skip("the model is on the CPU and the target is a GPU only without CUDA")
+    assert "a measurement here says nothing about that device" in run_error(
+        ip, "%advise --verify-plan")
