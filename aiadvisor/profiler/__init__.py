@@ -249,6 +249,8 @@ def _random_copy(model):
     its config (so buffers such as position ids hold their real values), in the model's dtype
     and with its trainable flags; None without a config, above
     :data:`RANDOM_COPY_MAX_BYTES`, or when the class cannot be built from its config."""
+    import copy as copying
+
     import torch
 
     from .trace import _param_dtype
@@ -258,6 +260,11 @@ def _random_copy(model):
     if config is None or nbytes > RANDOM_COPY_MAX_BYTES:
         return None
     try:
+        config = copying.deepcopy(config)  # the user's config is never changed
+        if getattr(config, "layerdrop", 0):
+            # LayerDrop skips each layer at random in training; trace every layer (the step a
+            # profile is expected to describe, and the same on every run).
+            config.layerdrop = 0.0
         with torch.device("cpu"):
             copy = type(model)(config)
     except Exception:  # noqa: BLE001 - not buildable from its config: the caller explains
@@ -293,7 +300,10 @@ def _trace_random_copy(model, spec, *, mode, precision, errors):
         result.real_batch_size = batch
         notes = ["the model is on the meta device and its forward needs real values ("
                  + " | ".join(tried) + "): traced a copy with random weights built from its "
-                 "config on the CPU (same shapes, so the same FLOPs and bytes)",
+                 "config on the CPU (same shapes, so the same FLOPs and bytes)"
+                 + (f"; its layerdrop={model.config.layerdrop:g} was set to 0 in the copy, so "
+                    "every layer is counted (a training step skips each with that probability)"
+                    if getattr(model.config, "layerdrop", 0) and mode == "train" else ""),
                  *result.notes]
         return result, "real", None, notes
     return None
