@@ -53,9 +53,10 @@ __all__ = ["DEFAULT_NIC_GBS_PER_NODE", "ExpertPlan", "all_to_all_step_s", "check
            "check_moe_imbalance", "ep_label", "expert_parallel_memory", "expert_plans",
            "hot_device_load", "nic_bandwidth_per_device_gbs", "predict_expert_plan"]
 
-#: NIC bandwidth of one node, GB/s per direction: a DGX H100 has eight ConnectX-7 adapters of
-#: 400 Gb/s InfiniBand NDR, one per GPU (NVIDIA DGX H100 user guide), 8 x 50 GB/s. A stand-in
-#: until the fabric table gives per-cluster figures.
+#: NIC bandwidth of one node, GB/s per direction: a DGX H100's compute fabric is eight
+#: ConnectX-7 ports of 400 Gb/s InfiniBand NDR, one per GPU (NVIDIA DGX H100 User Guide, sec.
+#: 1.2.3 "Network Modules"), 8 x 50 GB/s. A stand-in until the fabric table gives per-cluster
+#: figures.
 DEFAULT_NIC_GBS_PER_NODE = 400.0
 
 #: Alpha-beta latency of the data-parallel collectives in the gradient-sync ratio, seconds.
