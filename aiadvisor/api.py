@@ -303,10 +303,10 @@ class Report:
         ----------
         **changes
             Any of ``hardware``, ``num_devices``, ``precision``, ``batch_size``, ``seq_len``,
-            ``budget_usd_per_hour``. ``hardware`` is a catalog name, a HardwareSpec (e.g.
-            ``report.hardware_spec`` of another report), ``"local"`` or None (the attached
-            device); a name equal to the current target's keeps the resolved spec (no second
-            lookup or benchmark).
+            ``budget_usd_per_hour``, ``price``. ``hardware`` is a catalog name, a HardwareSpec
+            (e.g. ``report.hardware_spec`` of another report), ``"local"`` or None (the
+            attached device); a name equal to the current target's keeps the resolved spec (no
+            second lookup or benchmark).
 
         Examples
         --------
@@ -319,6 +319,10 @@ class Report:
         spec = self._spec
         if "hardware" in changes and changes["hardware"] != spec.name:
             spec = _resolve_hardware(changes["hardware"])
+        from .hardware.fabrics import network_for
+
+        network_for(spec, fabric=self._predictor.fabric, node_size=self._predictor.node_size,
+                    num_devices=options.get("num_devices") or 1)
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
                          names=self._names, predictor=self._predictor)
         return Report(advice=advice, base=self._base, names=self._names, spec=spec,
@@ -340,6 +344,7 @@ class Report:
             "parallel": self.parallel.to_dict(orient="records"),
             "parallel_advice": self.parallel.attrs.get("advice", ""),
             "hardware_note": self.hardware.attrs.get("precision_note", ""),
+            "price_note": self.hardware.attrs.get("price_note", ""),
         }
         if self._serving is not None:
             data["generation"] = dataclasses.asdict(self.generation)
@@ -417,9 +422,10 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            hardware: str | HardwareSpec | None = None, num_devices: int | None = None,
            precision: str | None = None, batch_size: int | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
-           model_name: str = "model", inputs_name: str = "x",
+           price: Any = None, model_name: str = "model", inputs_name: str = "x",
            optimizer_name: str = "optimizer", optimizer: str | None = None,
-           measure: bool | None = None) -> Report:
+           measure: bool | None = None, fabric: str | dict | None = None,
+           node_size: int | None = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
 
     Parameters
@@ -453,6 +459,13 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         Advise for another batch size / sequence length than the example's (no re-trace).
     budget_usd_per_hour : float, optional
         Marks the hardware rows within budget and names the fastest of them.
+    price : str, dict or aiadvisor.hardware.PriceRule, optional
+        How the hardware ranking prices a device-hour: ``"rent"`` (default: the rental price
+        where a device has one, else its purchase amortised over 3 years at 50 % use plus TDP
+        power at 0.15 $/kWh), ``"own"`` (the amortised purchase where there is one), or a
+        mapping / :class:`~aiadvisor.hardware.PriceRule` that also sets ``years``,
+        ``utilisation`` and ``usd_per_kwh``. Each ranked row's ``price_basis`` says which price
+        it used, its source and its date.
     model_name, inputs_name, optimizer_name : str
         The variable names the generated code uses (validated Python identifiers).
     optimizer : str, optional
@@ -462,6 +475,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     measure : bool, optional
         Also time real steps on the attached device (see :func:`aiadvisor.profile`; None:
         False). With a profile, ``measure=True`` needs one captured with ``measure=True``.
+    fabric : str or dict, optional
+        The network between nodes for every prediction of the report: a name from
+        ``data/fabrics.csv`` (``"InfiniBand NDR 400G"``, ``"RoCE 400G"``, ``"p5"``, ...) or
+        ``{"gbps": NIC Gb/s per device, "latency_us": ...}``. Default: each device's usual
+        build. The prediction's notes say which network was assumed.
+    node_size : int, optional
+        Devices per node; ``num_devices`` must then fill whole nodes. Both stay fixed for
+        :meth:`Report.with_options`.
 
     Returns
     -------
@@ -484,13 +505,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     ('NVIDIA H100 SXM', True)
     """
     from .hardware import all_specs
+    from .hardware.fabrics import network_for
     from .recommend.assemble import check_options, compute
     from .recommend.predictor import Predictor
 
     names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,
                       call_style=_call_style(example_inputs))
     options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
-               "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour}
+               "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour, "price": price}
     check_options(options)
     serving = None
     if mode is not None:
@@ -507,8 +529,10 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
                                   precision=precision, optimizer=optimizer or "adamw",
                                   measure=_check_measure(measure), model_name=model_name)
     spec = _resolve_hardware(hardware)
+    # Bad network input raises here, with the choices, before any prediction swallows it.
+    network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices or 1)
     specs = all_specs()
-    predictor = Predictor()
+    predictor = Predictor(fabric=fabric, node_size=node_size)
     advice = compute(base, spec=spec, specs=specs, options=options, names=names,
                      predictor=predictor)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,

@@ -35,7 +35,21 @@ def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | 
     parser.add_argument("--hardware", default=None,
                         help="catalog name (e.g. 'H100 SXM'); default: the attached device")
     parser.add_argument("--devices", type=int, default=None, help="number of devices")
+    parser.add_argument("--fabric", default=None,
+                        help="network between nodes: a fabric name (e.g. 'InfiniBand NDR "
+                             "400G', 'RoCE 400G', 'p5') or NIC Gb/s per device (default: the "
+                             "device's usual build)")
+    parser.add_argument("--node-size", type=int, default=None, dest="node_size",
+                        help="devices per node (--devices must fill whole nodes)")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+
+def _add_price_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--own", action="store_true",
+                        help="rank hardware by owning it: the purchase price amortised where "
+                             "a device has one (default: its rental price)")
+    parser.add_argument("--years", type=float, default=None, metavar="Y",
+                        help="years a purchase is written off over (default 3)")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -45,8 +59,10 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="full report for the embedded default model")
     _add_model_options(demo, default_model="tiny-gpt")
+    _add_price_options(demo)
     report = sub.add_parser("report", help="full report for a built-in example model")
     _add_model_options(report, default_model=None)
+    _add_price_options(report)
     prof = sub.add_parser("profile", help="profile only (FLOPs, bytes, memory)")
     _add_model_options(prof, default_model="tiny-gpt", modes=MODES)
     hardware_cli.add_arguments(sub.add_parser("hardware", help="hardware catalog and device"))
@@ -74,9 +90,16 @@ def _run_report(args: argparse.Namespace, *, profile_only: bool) -> int:
         print(profile_text(prof))
         return 0
     from .api import advise
+    from .hardware.fabrics import fabric_from_text
 
+    price = None
+    if args.own or args.years is not None:
+        price = {"basis": "own" if args.own else "rent",
+                 **({"years": args.years} if args.years is not None else {})}
+    fabric = fabric_from_text(args.fabric) if args.fabric is not None else None
     report = advise(model, x, mode=args.mode, hardware=args.hardware, num_devices=args.devices,
-                    precision=args.precision, model_name="model", inputs_name="x")
+                    precision=args.precision, model_name="model", inputs_name="x", price=price,
+                    fabric=fabric, node_size=args.node_size)
     if args.format == "json":
         print(report.to_json())
     elif args.format == "markdown":

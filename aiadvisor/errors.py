@@ -18,6 +18,9 @@ __all__ = [
     "UnknownHardwareError",
     "HardwareCatalogError",
     "UnsupportedPrecisionError",
+    "UnknownFabricError",
+    "InvalidFabricError",
+    "NodeLayoutError",
     "ProfileOptionError",
     "ProfilingError",
     "close_matches",
@@ -62,6 +65,21 @@ class HardwareCatalogError(AIAdvisorError, ValueError):
 
 class UnsupportedPrecisionError(AIAdvisorError, ValueError):
     """A device cannot run a precision; the message suggests the nearest supported one."""
+
+
+class UnknownFabricError(AIAdvisorError, KeyError):
+    """A fabric name matches no row of ``data/fabrics.csv``; the message lists the choices."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidFabricError(InvalidArgumentError):
+    """A user-given fabric has a bandwidth, latency or efficiency outside its valid range."""
+
+
+class NodeLayoutError(InvalidArgumentError):
+    """A device count does not fill whole nodes of the pinned ``node_size``."""
 
 
 def close_matches(value: str, choices: Iterable[str], n: int = 3) -> list[str]:

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
-from traitlets import Bool, CaselessStrEnum, Integer, TraitError, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Integer, TraitError, Unicode
 
 from .errors import AIAdvisorError, InvalidArgumentError, close_matches
 from .units import ADVISE_MODES, MODES, PRECISIONS
@@ -71,6 +71,33 @@ class CheckedInt(_Checked, Integer):
         return ""
 
 
+class CheckedFloat(_Checked, Float):
+    """A number in a range (``low < value`` or ``low <= value``, ``value <= high``); a bool or
+    a quoted number is refused, not coerced."""
+
+    def __init__(self, *args: Any, low: float, high: float | None = None,
+                 low_inclusive: bool = False, **kwargs: Any) -> None:
+        self.low, self.high, self.low_inclusive = low, high, low_inclusive
+        super().__init__(*args, **kwargs)
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ConfigValueError(self.message(value))
+        value = super().validate(obj, value)
+        above = value >= self.low if self.low_inclusive else value > self.low
+        if not (above and (self.high is None or value <= self.high)) or value != value:
+            raise ConfigValueError(self.message(value))
+        return value
+
+    def hint(self, value: Any) -> str:
+        try:
+            float(str(value).strip())
+        except ValueError:
+            return ""
+        return (f" Did you mean {str(value).strip()} (a number, without quotes)?"
+                if isinstance(value, str) else "")
+
+
 class CheckedEnum(_Checked, CaselessStrEnum):
     """One of a few names, any case (stored as listed); a near miss is suggested."""
 
@@ -103,11 +130,19 @@ class HardwareName(_Checked, Unicode):
         return value
 
 
+def _fabric(text: str | None) -> str | dict | None:
+    if text is None:
+        return None
+    from .hardware.fabrics import fabric_from_text
+
+    return fabric_from_text(text)
+
+
 def _choices(values: tuple[str, ...]) -> str:
     return "one of " + ", ".join(map(repr, values))
 
 _OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert",
-            "--verify")
+            "--verify", "--fabric", "--node-size")
 
 
 @magics_class
@@ -138,6 +173,21 @@ class Advisor(Magics):
                                          "choose)",
                                 help="Precision used when --precision is not given "
                                      "('' lets the advisor choose).")
+    price_basis = CheckedEnum(("rent", "own"), default_value="rent", config=True,
+                              expected=_choices(("rent", "own")),
+                              help="How the hardware ranking prices a device-hour: 'rent' (the "
+                                   "rental price where there is one) or 'own' (the purchase "
+                                   "price amortised as price_years/price_utilisation/"
+                                   "price_usd_per_kwh say, where there is one).")
+    price_years = CheckedFloat(3.0, low=0.0, config=True, expected="a number of years > 0",
+                               help="Years over which a purchase is written off.")
+    price_utilisation = CheckedFloat(0.5, low=0.0, high=1.0, config=True,
+                                     expected="a fraction > 0 and <= 1",
+                                     help="Share of the hours an owned device is busy.")
+    price_usd_per_kwh = CheckedFloat(0.15, low=0.0, low_inclusive=True, config=True,
+                                     expected="a price in USD per kWh >= 0",
+                                     help="Electricity price for owned devices (0: leave "
+                                          "power out).")
     widgets = CheckedBool(True, config=True, expected="True or False",
                     help="Show the interactive dashboard where the front end runs widgets; "
                          "False always shows the static report (HTML and text).")
@@ -182,6 +232,11 @@ class Advisor(Magics):
               "example's).")
     @argument("--hardware", metavar="NAME", help='Target device, e.g. "NVIDIA H100 SXM".')
     @argument("--devices", type=int, metavar="N", help="Number of devices to plan for.")
+    @argument("--fabric", metavar="NAME", help='Network between nodes: a fabric name, e.g. '
+              '"InfiniBand NDR 400G", "RoCE 400G", "p5", or a number (NIC Gb/s per device). '
+              "Default: the device's usual build.")
+    @argument("--node-size", type=int, metavar="N", dest="node_size",
+              help="Devices per node (--devices must fill whole nodes).")
     @argument("--precision", metavar="P", help=f"One of {', '.join(PRECISIONS)}.")
     @argument("--insert", metavar="N",
               help="Insert the code of recommendation N (its number, or its id) of the last "
@@ -246,7 +301,8 @@ class Advisor(Magics):
         if args.insert is not None:
             raise UsageError("--verify and --insert are separate commands: run one at a time.")
         for flag, value in (("--batch", args.batch), ("--seq", args.seq),
-                            ("--hardware", args.hardware), ("--devices", args.devices)):
+                            ("--hardware", args.hardware), ("--devices", args.devices),
+                            ("--fabric", args.fabric), ("--node-size", args.node_size)):
             if value is not None:
                 raise UsageError(f"--verify measures the example batch on the attached device: "
                                  f"{flag} does not apply.")
@@ -315,7 +371,7 @@ class Advisor(Magics):
         if precision and precision.lower() not in PRECISIONS:
             raise UsageError(_choice_message("--precision", precision, PRECISIONS))
         for flag, value in (("--batch", args.batch), ("--seq", args.seq),
-                            ("--devices", args.devices)):
+                            ("--devices", args.devices), ("--node-size", args.node_size)):
             if value is not None and value < 1:
                 raise UsageError(f"{flag} {value} is not valid: expected an integer >= 1.")
         options = {
@@ -327,8 +383,21 @@ class Advisor(Magics):
             "seq_len": args.seq,
             "model_name": args.model,
             "inputs_name": args.inputs,
+            "price": self._price_rule(),
+            "fabric": _fabric(args.fabric),
+            "node_size": args.node_size,
         }
         return {k: v for k, v in options.items() if v is not None}
+
+    def _price_rule(self) -> dict[str, Any] | None:
+        """The price settings as ``advise(price=...)`` takes them (None: all at defaults)."""
+        rule = {"basis": self.price_basis, "years": self.price_years,
+                "utilisation": self.price_utilisation, "usd_per_kwh": self.price_usd_per_kwh}
+        names = {"basis": "price_basis", "years": "price_years",
+                 "utilisation": "price_utilisation", "usd_per_kwh": "price_usd_per_kwh"}
+        if all(rule[k] == self.trait_defaults(names[k]) for k in rule):
+            return None
+        return rule
 
     def _use_widgets(self) -> bool:
         """Widgets need a kernel with comms (not a terminal) and the optional UI packages."""

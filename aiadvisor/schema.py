@@ -165,6 +165,9 @@ class HardwareSpec:
     launch_overhead_us: float | None = None
     fp4_tflops: float | None = None
     """Dense FP4 (NVFP4/MXFP4) tensor peak where the hardware has one (Blackwell, CDNA4)."""
+    segment: str | None = None
+    """Who buys it: datacenter, workstation, consumer or edge (a buyer's filter; ``kind`` says
+    what the chip is)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
@@ -213,6 +216,9 @@ class Prediction:
     mfu: float | None = None
     """Model FLOPs utilisation: FLOPs per step / (step time x dense peak x devices)."""
     notes: tuple[str, ...] = ()
+    network: str | None = None
+    """The network the communication assumes (fabric, node size, GB/s per device), or None on
+    one device."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,7 +48,7 @@ def test_report_fields(report):
     assert report.prediction.hardware == "NVIDIA H100 SXM"
     assert report.options == {"hardware": "NVIDIA H100 SXM", "num_devices": 1,
                               "precision": "fp32", "batch_size": 32, "seq_len": None,
-                              "mode": "train", "budget_usd_per_hour": None}
+                              "mode": "train", "budget_usd_per_hour": None, "price": None}
     assert len(report.hardware) == len(aa.hardware.all_specs())
     assert list(report.precision["precision"]) == ["fp32", "tf32", "bf16", "fp16", "fp8", "int8",
                                                    "int4", "nf4"]
@@ -309,3 +309,19 @@ def test_advise_accepts_the_options_a_profile_was_captured_with(train_profile):
     assert same.prediction.step_time_s == default.prediction.step_time_s
     with pytest.raises(InvalidArgumentError, match="mode='eval'.*'train', 'infer'"):
         aa.advise(train_profile, hardware="H100 SXM", mode="eval")
+
+
+def test_price_rule_is_an_option_and_the_ranking_says_which_price(report):
+    rented = report.hardware.set_index("hardware")
+    # Default: rent where a price exists (RTX PRO 6000 0.66 $/h at packet.ai, 2026-06).
+    assert rented.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == 0.66
+    owned = report.with_options(price={"basis": "own", "years": 4})
+    assert owned.options["price"] == {"basis": "own", "years": 4.0, "utilisation": 0.5,
+                                      "usd_per_kwh": 0.15}
+    row = owned.hardware.set_index("hardware").loc["NVIDIA RTX PRO 6000 Blackwell"]
+    # 8565 USD / (4 * 8760 * 0.5 h) + 600 W * 0.15 $/kWh = 0.48887 + 0.09 = 0.57887 $/h.
+    assert row["usd_per_hour"] == pytest.approx(8565 / 17520 + 0.09, abs=1e-5)
+    assert row["price_basis"].startswith("own: 8,565 USD over 4 y")
+    assert "4 years" in owned.hardware.attrs["price_note"]
+    with pytest.raises(InvalidArgumentError, match="basis='lease'"):
+        report.with_options(price="lease")

@@ -64,3 +64,19 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     # (decode-step) shapes, forward only.
     assert len(data["ops"]) == 23 + 12 + 7 and len(data["optimizer"]) == 9
     assert data["config"]["op_elements"] == [2**10]
+
+
+def test_report_can_rank_hardware_by_owning_it(capsys):
+    import json
+
+    argv = ["report", "--model", "mlp", "--batch", "4", "--hardware", "H100 SXM",
+            "--format", "json", "--own", "--years", "4"]
+    assert cli.main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["options"]["price"] == {"basis": "own", "years": 4.0, "utilisation": 0.5,
+                                        "usd_per_kwh": 0.15}
+    assert "purchase price where a device has one" in data["price_note"]
+    rows = {r["hardware"]: r for r in data["hardware"]}
+    # RTX 4090 owned over 4 years at 50 % use: 1599 / 17520 + 0.45 * 0.15 = 0.15877 $/h.
+    assert rows["NVIDIA GeForce RTX 4090"]["usd_per_hour"] == pytest.approx(0.15877, abs=1e-5)
+    assert rows["NVIDIA GeForce RTX 4090"]["price_basis"].startswith("own: 1,599 USD over 4 y")

@@ -46,7 +46,8 @@ def ip(shell):
     for name in ("model", "x"):
         shell.user_ns.pop(name, None)
     for trait in ("default_mode", "default_hardware", "default_devices", "default_precision",
-                  "widgets", "offline_charts"):
+                  "widgets", "offline_charts", "price_basis", "price_years",
+                  "price_utilisation", "price_usd_per_kwh"):
         magics.set_trait(trait, magics.trait_defaults(trait))
     magics.last_view = magics.last_call = magics.last_verification = None
 
@@ -107,6 +108,7 @@ def test_unknown_option_suggests_the_close_option(ip):
       "int4, nf4. Did you mean 'bf16'?")),
     ("%advise model x --devices 0", "--devices 0 is not valid: expected an integer >= 1."),
     ("%advise model x --batch -2", "--batch -2 is not valid: expected an integer >= 1."),
+    ("%advise model x --node-size 0", "--node-size 0 is not valid: expected an integer >= 1."),
 ])
 def test_bad_option_values_are_named_with_the_choices(ip, line, expected):
     assert run_error(ip, line) == expected
@@ -139,6 +141,20 @@ def test_config_sets_defaults(ip):
     assert (magics.default_mode, magics.default_devices) == ("infer", 8)
 
 
+def test_config_sets_the_price_rule_advise_uses(ip):
+    magics = ip.find_magic("advise").__self__
+    assert magics._price_rule() is None  # all defaults: advise() keeps its own defaults
+    ip.run_cell('%config Advisor.price_basis = "OWN"')
+    ip.run_cell("%config Advisor.price_years = 4")
+    rule = magics._price_rule()
+    assert rule == {"basis": "own", "years": 4.0, "utilisation": 0.5, "usd_per_kwh": 0.15}
+    from aiadvisor.hardware import PriceRule, get
+
+    # What advise(price=rule) does with it: RTX 4090 1599 / (4 * 8760 * 0.5) + 0.45 * 0.15.
+    assert PriceRule.from_value(rule).quote(get("RTX 4090")).usd_per_hour == pytest.approx(
+        1599 / 17520 + 0.0675)
+
+
 _PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf4'"
 
 
@@ -168,8 +184,17 @@ _PRECISION_CHOICES = "'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'nf
                                "name (e.g. 'NVIDIA H100 SXM'), 'local' or ''"),
     ('precision = "bf16"', "Advisor has no setting 'precision': expected one of "
                            "'default_devices', 'default_hardware', 'default_mode', "
-                           "'default_precision', 'offline_charts', 'widgets'. Did you mean "
-                           "'default_precision'?"),
+                           "'default_precision', 'offline_charts', 'price_basis', "
+                           "'price_usd_per_kwh', 'price_utilisation', 'price_years', "
+                           "'widgets'. Did you mean 'default_precision'?"),
+    ('price_basis = "lease"', "Advisor.price_basis='lease' is not valid: expected one of "
+                              "'rent', 'own'."),
+    ("price_utilisation = 1.5", "Advisor.price_utilisation=1.5 is not valid: expected a "
+                                "fraction > 0 and <= 1."),
+    ('price_years = "4"', "Advisor.price_years='4' is not valid: expected a number of years > "
+                          "0. Did you mean 4 (a number, without quotes)?"),
+    ("price_usd_per_kwh = -0.1", "Advisor.price_usd_per_kwh=-0.1 is not valid: expected a "
+                                 "price in USD per kWh >= 0."),
 ])
 def test_config_rejects_bad_values_naming_the_setting_and_choices(ip, caplog, line, expected):
     magics = ip.find_magic("advise").__self__
@@ -459,3 +484,13 @@ def test_advise_generate_on_a_model_that_is_no_lm_is_one_line(ip):
     message = run_error(ip, '%advise net batch --mode generate --hardware "NVIDIA L4"')
     assert message.startswith("Linear has no token embedding")
     assert "generation needs a causal LM" in message and "\n" not in message
+
+
+def test_fabric_and_node_size_reach_advise(ip):
+    import torch
+
+    ip.user_ns.update(model=torch.nn.Linear(16, 16), x=torch.randn(4, 16))
+    message = run_error(ip, "%advise model x --hardware H100 --devices 12 --node-size 8")
+    assert "num_devices=12 does not fill whole nodes of node_size=8" in message
+    message = run_error(ip, '%advise model x --hardware H100 --devices 16 --fabric "token ring"')
+    assert "fabric='token ring' is not a known fabric" in message and "'RoCE 400G'" in message

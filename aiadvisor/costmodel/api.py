@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .devices import SpecColumns, device_arrays, familiarity
@@ -167,14 +168,21 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     return level, notes
 
 
-def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool, str | None]:
+def _parts(prof, spec, precision, parallel, model, network
+           ) -> tuple[StepParts, bool, str | None]:
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
-                       curves=[cal] if cal else None)
+                       curves=[cal] if cal else None, networks=[network])
     return parts, cal is not None, note
+
+
+def _network(spec: HardwareSpec, fabric, node_size, num_devices: int) -> Network:
+    """The cluster ``num_devices`` of ``spec`` sit on (see :func:`aiadvisor.hardware.fabrics.
+    network_for`); errors name the bad fabric or node size."""
+    return network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
 
 
 def _mfu(prof: ModelProfile, step_s, peak_tflops, num_devices):
@@ -203,7 +211,8 @@ def _conversion_note(prof: ModelProfile, precision: str) -> str | None:
 
 def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str = "bf16",
             num_devices: int = 1, parallel: ParallelConfig | None = None,
-            model: EfficiencyModel | None = None) -> Prediction:
+            model: EfficiencyModel | None = None, fabric: str | dict | Network | None = None,
+            node_size: int | None = None) -> Prediction:
     """Predict the time of one step of ``prof`` on ``num_devices`` of ``hardware``.
 
     Parameters
@@ -222,16 +231,25 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         Layout (dp/tp/pp degrees, ZeRO stage, offload, checkpointing, micro-batches).
     model : EfficiencyModel, optional
         Another fitted model (default: the shipped one).
+    fabric : str or dict, optional
+        The network between nodes: a name from ``data/fabrics.csv`` (``"InfiniBand NDR 400G"``,
+        ``"RoCE 400G"``, ``"p5"``, ...) or ``{"gbps": NIC Gb/s per device, "latency_us": ...,
+        "efficiency": ...}``. Default: the device's usual build (``data/node_configs.csv``,
+        e.g. 8 x 400 Gb/s NDR per H100 node). Collectives run hierarchically: inside the
+        NVLink-class domain, then across nodes over the NICs.
+    node_size : int, optional
+        Devices per node; ``num_devices`` must then fill whole nodes.
 
     Returns
     -------
     Prediction
         Step time with a P10-P90 interval, throughput, the dominant bound, a confidence label,
-        the breakdown and the MFU.
+        the breakdown, the MFU and the network assumed (``network``, also in the notes).
 
     Raises
     ------
-    UnknownHardwareError, InvalidArgumentError, UnsupportedPrecisionError
+    UnknownHardwareError, InvalidArgumentError, UnsupportedPrecisionError, UnknownFabricError,
+    InvalidFabricError, NodeLayoutError
 
     Examples
     --------
@@ -246,7 +264,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     spec = resolve_hardware(hardware)
     check_precision(spec, precision)
     model = model or load_model()
-    parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model)
+    network = _network(spec, fabric, node_size, parallel.num_devices)
+    parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network)
     w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
     if calibration_note and not measured:
@@ -255,10 +274,11 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
         notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "
                      f"this device ({fraction:.0%} of its BF16 peak; MAMF table).")
-    return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes)
+    return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
 
 
-def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence, notes):
+def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence, notes,
+                   network: Network):
     total = parts.total_s[:, 0]
     step_s = float(total[1])
     breakdown = {"compute": float(parts.compute_s[1, 0]), "memory": float(parts.memory_s[1, 0]),
@@ -272,6 +292,9 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     mfu_note = _mfu_note(prof, spec, precision, mfu)
     if mfu_note:
         all_notes.append(mfu_note)
+    described = network.describe(parallel.num_devices) if parallel.num_devices > 1 else None
+    if described:
+        all_notes.append(described)
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -279,24 +302,27 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         bound=max(breakdown, key=breakdown.get), confidence=confidence,
         compute_s=breakdown["compute"], memory_s=breakdown["memory"],
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
-        mfu=mfu, notes=tuple(all_notes),
+        mfu=mfu, notes=tuple(all_notes), network=described,
     )
 
 
 def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,
-              parallel: ParallelConfig, *, model: EfficiencyModel | None = None) -> Prediction:
+              parallel: ParallelConfig, *, model: EfficiencyModel | None = None,
+              fabric: str | dict | Network | None = None,
+              node_size: int | None = None) -> Prediction:
     """Planner helper: :func:`predict` for an already resolved spec and a ParallelConfig.
 
     Skips name resolution and reuses the profile's cached op arrays: about a millisecond per
     call, so a planner can score every layout it considers.
     """
     return predict(prof, hardware=spec, precision=precision, num_devices=parallel.num_devices,
-                   parallel=parallel, model=model)
+                   parallel=parallel, model=model, fabric=fabric, node_size=node_size)
 
 
 def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = None,
                   precisions: Sequence[str] | None = None, num_devices: int = 1,
-                  parallel: ParallelConfig | None = None, model: EfficiencyModel | None = None):
+                  parallel: ParallelConfig | None = None, model: EfficiencyModel | None = None,
+                  fabric: str | dict | None = None, node_size: int | None = None):
     """Predict every device x precision at once (vectorised), as a pandas DataFrame.
 
     The same numbers as :func:`predict` for each row (but no notes): one call instead of one
@@ -316,13 +342,17 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
         :func:`predict`; ``num_devices`` may then be left out.
     model : EfficiencyModel, optional
         Another fitted model (default: the shipped one).
+    fabric, node_size : optional
+        The network between nodes, for every row, as in :func:`predict` (default: each
+        device's usual build).
 
     Returns
     -------
     pandas.DataFrame
         One row per (device, precision) the device supports: ``hardware, vendor, kind,
         precision, num_devices, step_time_s, low_s, high_s, throughput, bound, confidence,
-        compute_s, memory_s, communication_s, overhead_s, mfu``. Unsupported pairs are left out.
+        compute_s, memory_s, communication_s, overhead_s, mfu, fabric`` (the scale-out fabric
+        assumed). Unsupported pairs are left out.
     """
     import pandas as pd
 
@@ -340,8 +370,10 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
             check_choice("precision", p, PRECISIONS)
     model = model or load_model()
     specs = list(specs)
+    networks = [_network(s, fabric, node_size, parallel.num_devices) for s in specs]
     cols = SpecColumns.of(specs)
-    parts = [_table_for_precision(prof, specs, cols, p, parallel, model) for p in precisions]
+    parts = [_table_for_precision(prof, specs, cols, p, parallel, model, networks)
+             for p in precisions]
     parts = [p for p in parts if p is not None]
     if not parts:
         return pd.DataFrame(columns=TABLE_COLUMNS)
@@ -351,20 +383,25 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
 
 TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step_time_s", "low_s",
                  "high_s", "throughput", "bound", "confidence", "compute_s", "memory_s",
-                 "communication_s", "overhead_s", "mfu"]
+                 "communication_s", "overhead_s", "mfu", "fabric"]
 
 
-def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict | None:
+def _table_for_precision(prof, specs, cols, precision, parallel, model, networks=None
+                         ) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
     supports it."""
     keep = np.array([bool(gemm_peak_tflops(s, precision)) for s in specs])
     if not keep.any():
         return None
     specs = [s for s, k in zip(specs, keep) if k]
+    if networks is None:  # each device's usual build
+        networks = [network_for(s, num_devices=parallel.num_devices) for s in specs]
+    else:
+        networks = [n for n, k in zip(networks, keep) if k]
     cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
     devs = device_arrays(specs, precision, model, cols)
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
-                       measured_precision=precision in MEASURED_PRECISIONS)
+                       measured_precision=precision in MEASURED_PRECISIONS, networks=networks)
     total = parts.total_s
     step = total[1]
     breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],
@@ -390,4 +427,5 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict 
         "compute_s": parts.compute_s[1], "memory_s": parts.memory_s[1],
         "communication_s": parts.communication_s[1], "overhead_s": parts.overhead_s[1],
         "mfu": _mfu(prof, step, devs.gemm_peak_tflops[:, 0], parallel.num_devices),
+        "fabric": np.array([n.fabric for n in networks], dtype=object),
     }

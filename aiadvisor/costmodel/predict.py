@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..estimate.collectives import bubble_fraction, collective_time_s, exposed_time_s
+from ..estimate.collectives import (
+    DDP_BUCKET_BYTES,
+    bubble_fraction,
+    collective_time_s,
+    exposed_time_s,
+    hierarchical_time_s,
+)
+from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from .devices import DeviceArrays
 from .local import LocalCalibration, op_family
@@ -197,7 +204,12 @@ def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: l
     """(bytes of one block output at the full batch in ``precision``, number of blocks)."""
     trace = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
     if prof.num_blocks > 0 and prof.block_output_bytes > 0:
-        return prof.block_output_bytes * MEMORY_ACT_BYTES[precision] / trace, prof.num_blocks
+        # A block's output is the residual stream, which stays in the parameters' dtype: FP32
+        # when the profile was traced under autocast (compute_dtype bf16, params fp32).
+        # Tensor/pipeline-parallel stacks run the model in the 16-bit type and send that.
+        residual = DTYPE_BYTES.get(prof.param_dtype, trace)
+        return (prof.block_output_bytes * MEMORY_ACT_BYTES[precision] / residual,
+                prof.num_blocks)
     # No repeated blocks: take one "block" per 4 forward GEMM calls, each all-reducing an
     # output the size of an average forward GEMM output.
     fwd = ops.gemm_like & (ops.phase == "forward")
@@ -211,9 +223,10 @@ def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: l
 
 
 def _bus_bw(devs: DeviceArrays, model: EfficiencyModel, group: int, span: int) -> np.ndarray:
-    """Achieved bus bandwidth (D,) of a collective over ``group`` devices laid out over
-    ``span`` consecutive devices: inside a node (<= devices_per_node) the per-direction
-    interconnect figure times the fitted NCCL efficiency, across nodes the fitted figure."""
+    """The flat network of the fitted model before fabrics were modelled (kept for
+    ``bench/costmodel_multinode.py``'s comparison): inside a node (<= devices_per_node) the
+    per-direction interconnect figure times the fitted NCCL efficiency, across nodes the
+    fitted ~10 GB/s figure (Vidur's NCCL runs) for the whole ring."""
     c = model.collectives
     intra = devs.interconnect_gbs[:, 0] / 2 * c.intra_node_efficiency
     if span <= c.devices_per_node:
@@ -221,11 +234,78 @@ def _bus_bw(devs: DeviceArrays, model: EfficiencyModel, group: int, span: int) -
     return np.minimum(intra, c.inter_node_bus_bw_gbs)
 
 
+@dataclass(frozen=True)
+class NetworkArrays:
+    """The network of each of ``D`` devices, each shaped (D,)."""
+
+    scaleup_size: np.ndarray
+    nic_gbs: np.ndarray
+    latency_s: np.ndarray
+
+    @classmethod
+    def of(cls, networks) -> NetworkArrays:
+        return cls(scaleup_size=np.array([n.scaleup_size for n in networks], float),
+                   nic_gbs=np.array([n.nic_gbs_per_device for n in networks], float),
+                   latency_s=np.array([n.latency_us * 1e-6 for n in networks], float))
+
+
+def _collective(kind, size, group, stride, span, devs, model, nets: NetworkArrays | None):
+    """Seconds (D,) of one collective over ``group`` devices ``stride`` apart in the rank
+    order (tensor parallel innermost, then data parallel, then pipeline stages, as Megatron
+    lays them out): hierarchical over the network, or without one the flat fitted figure
+    (inter-node when the old model's ``span`` exceeds a node)."""
+    c = model.collectives
+    if nets is None:
+        return collective_time_s(kind, size, num_devices=group,
+                                 bus_bw_gbs=_bus_bw(devs, model, group, span),
+                                 alpha_s=c.alpha_s[kind])
+    intra = devs.interconnect_gbs[:, 0] / 2 * c.intra_node_efficiency
+    # Members of the group inside one NVLink-class domain: the domain holds scaleup / stride
+    # consecutive groups' worth of ranks.
+    per_domain = np.minimum(group, np.maximum(1.0, np.floor(nets.scaleup_size / stride)))
+    return hierarchical_time_s(kind, size, num_devices=group, per_domain=per_domain,
+                               intra_bus_bw_gbs=intra, inter_bw_gbs=nets.nic_gbs,
+                               alpha_s=c.alpha_s[kind], inter_latency_s=nets.latency_s)
+
+
+def _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes, num_blocks,
+                   nets) -> np.ndarray:
+    """Exposed DP/ZeRO/FSDP communication (D,), overlapped as the frameworks do it."""
+    dp, tp = parallel.dp_degree, parallel.tp_degree
+    train = prof.mode == "train"
+    backward, forward = windows["backward"], windows["forward"]
+    units = max(num_blocks, 1)
+    if not train:
+        if parallel.zero_stage != 3:
+            return 0.0
+        gather = coll("all_gather", gather_bytes, dp, tp)
+        return exposed_time_s(gather, forward, overlap=OVERLAP,
+                              min_exposed_s=gather / units if nets is not None else None)
+    if parallel.zero_stage == 0:
+        ar = coll("all_reduce", grad_bytes, dp, tp)
+        # DDP: buckets all-reduce while backward runs; the last bucket after it ends.
+        last = ar * min(1.0, DDP_BUCKET_BYTES / max(grad_bytes, 1.0)) if nets is not None \
+            else None
+        return exposed_time_s(ar, backward, overlap=OVERLAP, min_exposed_s=last)
+    if parallel.zero_stage in (1, 2):
+        rs = coll("reduce_scatter", grad_bytes, dp, tp)
+        last = rs / units if nets is not None else None
+        return (exposed_time_s(rs, backward, overlap=OVERLAP, min_exposed_s=last)
+                + coll("all_gather", gather_bytes, dp, tp))
+    # FSDP / ZeRO-3: each unit (block) is gathered before its forward and again before its
+    # backward, prefetched one unit ahead; gradients reduce-scattered per unit. The first
+    # gather and the last reduce-scatter have no compute to hide behind.
+    gather = coll("all_gather", gather_bytes, dp, tp)
+    rs = coll("reduce_scatter", grad_bytes, dp, tp)
+    total = 2 * gather * parallel.grad_accum_steps + rs
+    first_last = (gather + rs) / units if nets is not None else None
+    return exposed_time_s(total, forward + backward, overlap=OVERLAP, min_exposed_s=first_last)
+
+
 def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                   devs: DeviceArrays, model: EfficiencyModel, windows: dict[str, np.ndarray],
-                  notes: list[str]) -> np.ndarray:
+                  notes: list[str], nets: NetworkArrays | None = None) -> np.ndarray:
     """Exposed communication per device (D,): DP/ZeRO/FSDP, TP, PP and offload transfers."""
-    c = model.collectives
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps
     train = prof.mode == "train"
@@ -236,27 +316,13 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
     # FSDP/ZeRO gather parameters in the compute dtype (mixed-precision param_dtype).
     gather_bytes = prof.num_params * min(GEMM_ACT_BYTES[precision], param_elem) / (tp * pp)
 
-    def coll(kind, size, group, span):
-        return collective_time_s(kind, size, num_devices=group,
-                                 bus_bw_gbs=_bus_bw(devs, model, group, span),
-                                 alpha_s=c.alpha_s[kind])
+    def coll(kind, size, group, stride, span=None):
+        span = dp * tp * pp if span is None else span
+        return _collective(kind, size, group, stride, span, devs, model, nets)
 
-    if dp > 1 and train:
-        span = dp * tp * pp
-        if parallel.zero_stage == 0:
-            total += exposed_time_s(coll("all_reduce", grad_bytes, dp, span), windows["backward"],
-                                    overlap=OVERLAP)
-        elif parallel.zero_stage in (1, 2):
-            total += exposed_time_s(coll("reduce_scatter", grad_bytes, dp, span),
-                                    windows["backward"], overlap=OVERLAP)
-            total += coll("all_gather", gather_bytes, dp, span)
-        else:
-            gathers = 2 * coll("all_gather", gather_bytes, dp, span) * parallel.grad_accum_steps
-            total += exposed_time_s(gathers + coll("reduce_scatter", grad_bytes, dp, span),
-                                    windows["forward"] + windows["backward"], overlap=OVERLAP)
-    elif dp > 1 and parallel.zero_stage == 3:
-        total += exposed_time_s(coll("all_gather", gather_bytes, dp, dp * tp * pp),
-                                windows["forward"], overlap=OVERLAP)
+    if dp > 1 and (train or parallel.zero_stage == 3):
+        total += _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes,
+                                max(prof.num_blocks // pp, 1), nets)
     if tp > 1 or pp > 1:
         block_bytes, num_blocks = _block_comm_size(prof, ops, precision, notes)
         msg = block_bytes / (dp * micro)
@@ -264,10 +330,17 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
         if tp > 1:
             # Megatron: 2 all-reduces per block forward (attention and MLP outputs), 2 backward.
             calls = 2 * num_blocks / pp * micro * directions
-            total += calls * coll("all_reduce", msg, tp, tp)
+            total += calls * coll("all_reduce", msg, tp, 1, tp)
         if pp > 1:
-            # Each micro-batch crosses each stage boundary once per direction.
-            total += micro * directions * coll("send_recv", msg, 2, tp * pp)
+            # Each micro-batch crosses each stage boundary once per direction. In 1F1B every
+            # boundary is on the critical path, so once the pipeline spans more than one
+            # domain its slowest (inter-node) boundary sets the pace: stride span / 2 makes
+            # the pair one domain apart exactly then. With tensor parallel each of the tp
+            # ranks sends 1/tp of the activations over its own link and the next stage
+            # all-gathers them over NVLink (Megatron's scatter/gather optimisation, Narayanan
+            # et al. 2021, sec. 4.1; with sequence parallelism they are already split).
+            p2p = msg / tp if nets is not None else msg
+            total += micro * directions * coll("send_recv", p2p, 2, tp * dp * pp / 2, tp * pp)
     if parallel.offload and train:
         shard = dp if parallel.zero_stage >= 1 else 1
         pcie_bytes = (grad_bytes + prof.num_params * param_elem / (tp * pp)) / shard
@@ -293,8 +366,11 @@ def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np
 
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
-               curves=None) -> StepParts:
-    """All components of one step on each device (per device, seconds, shape (Q, D))."""
+               curves=None, networks: list[Network] | None = None) -> StepParts:
+    """All components of one step on each device (per device, seconds, shape (Q, D)).
+
+    ``networks`` (one per device) gives the cluster for hierarchical collectives; without
+    it the flat fitted inter-node figure of the old model applies (benchmarks compare it)."""
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
     work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel)
@@ -323,7 +399,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         host_bytes = ops.bytes_total[ops.phase == "optimizer"].sum() / (
             parallel.tp_degree * parallel.pp_degree * shard)
         memory = memory + host_bytes / (HOST_OPTIMIZER_GBS * 1e9)
-    comm = communication(prof, ops, precision, parallel, devs, model, windows, notes)
+    nets = NetworkArrays.of(networks) if networks is not None else None
+    comm = communication(prof, ops, precision, parallel, devs, model, windows, notes, nets)
     return StepParts(compute_s=sums["compute"], memory_s=memory, overhead_s=overhead,
                      communication_s=np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH]),
                      notes=notes)

@@ -9,20 +9,24 @@ from __future__ import annotations
 from .collectives import (
     BUS_FACTOR,
     COLLECTIVES,
+    DDP_BUCKET_BYTES,
     all_to_all_time_s,
     bubble_fraction,
     collective_time_s,
     exposed_time_s,
+    hierarchical_time_s,
 )
 from .roofline import ridge_point, roofline_time_s
 
 __all__ = [
     "BUS_FACTOR",
     "COLLECTIVES",
+    "DDP_BUCKET_BYTES",
     "all_to_all_time_s",
     "bubble_fraction",
     "collective_time_s",
     "exposed_time_s",
+    "hierarchical_time_s",
     "ridge_point",
     "roofline_time_s",
 ]

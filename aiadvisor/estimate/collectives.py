@@ -4,6 +4,11 @@ A ring collective over ``n`` devices moves ``BUS_FACTOR[kind](n) * size`` bytes 
 device's link (NCCL's "bus bandwidth" convention, ``nccl-tests/doc/PERFORMANCE.md``): an
 all-reduce is a reduce-scatter plus an all-gather, ``2 (n - 1) / n``; an all-gather or a
 reduce-scatter alone ``(n - 1) / n``; a point-to-point send moves the message once.
+
+Across nodes (:func:`hierarchical_time_s`) a collective runs in two levels, as NCCL and Intel's
+HCCL do: inside each NVLink-class domain over the device interconnect, and between domains over
+the NICs, each device driving its own share of its node's NICs. The levels are pipelined (chunks
+flow through both at once), so the slower level sets the time.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``): the last bucket's all-reduce
+#: starts when backward ends, so it is always exposed.
+DDP_BUCKET_BYTES = 25 * 1024**2
 
 BUS_FACTOR = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
@@ -58,21 +66,101 @@ def collective_time_s(kind, size_bytes, *, num_devices, bus_bw_gbs, alpha_s):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def exposed_time_s(comm_s, window_s, *, overlap=0.8):
+def _level_times(kind, size_bytes, num_devices, per_domain, intra_bus_bw_gbs, inter_bw_gbs):
+    """(intra-domain seconds, inter-domain seconds) of one hierarchical collective."""
+    n = np.asarray(num_devices, float)
+    g = np.clip(np.asarray(per_domain, float), 1.0, n)
+    k = np.ceil(n / g)
+    size = np.asarray(size_bytes, float)
+    if kind == "send_recv":
+        crosses = k > 1
+        return (np.where(crosses, 0.0, size / (intra_bus_bw_gbs * 1e9)),
+                np.where(crosses, size / (inter_bw_gbs * 1e9), 0.0))
+    factor = BUS_FACTOR[kind]
+    # Intra: the whole buffer among the g devices of a domain. Inter: after the intra
+    # reduce-scatter (or before the intra all-gather) each device holds 1/g of it and runs the
+    # same collective with its peers in the other k - 1 domains.
+    intra = np.where(g > 1, factor(np.maximum(g, 2)) * size / (intra_bus_bw_gbs * 1e9), 0.0)
+    inter = np.where(k > 1, factor(np.maximum(k, 2)) * size / g / (inter_bw_gbs * 1e9), 0.0)
+    return intra, inter
+
+
+def hierarchical_time_s(kind, size_bytes, *, num_devices, per_domain, intra_bus_bw_gbs,
+                        inter_bw_gbs, alpha_s, inter_latency_s=0.0):
+    """Time of one collective over ``num_devices`` laid out ``per_domain`` to an NVLink-class
+    domain: ``alpha + max(intra, inter)`` plus ``2 log2(k)`` fabric latencies across ``k``
+    domains (NCCL's trees between nodes take ``log2 k`` hops up and down; a send, one).
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`COLLECTIVES`.
+    size_bytes : float or array
+        Message size per device, bytes.
+    num_devices : int
+        Devices in the group.
+    per_domain : int or array
+        Group members inside one domain (``num_devices`` when the group fits in one).
+    intra_bus_bw_gbs, inter_bw_gbs : float or array
+        Achieved bus bandwidth inside a domain, and achieved NIC bandwidth of one device across
+        domains (node NIC line rate x efficiency / devices per node), GB/s.
+    alpha_s, inter_latency_s : float
+        Fixed latency per call, and per fabric hop between domains, seconds.
+
+    Examples
+    --------
+    All-reduce of 1 GB over 2 nodes of 8 (16 devices), 100 GB/s inside a node, 20 GB/s per
+    device across: intra ``2 * 7/8 * 1e9 / 100e9 = 17.5 ms``; inter ``2 * 1/2 * (1e9 / 8) /
+    20e9 = 6.25 ms``; the slower level sets the time:
+
+    >>> round(hierarchical_time_s("all_reduce", 1e9, num_devices=16, per_domain=8,
+    ...                           intra_bus_bw_gbs=100, inter_bw_gbs=20, alpha_s=0) * 1e3, 2)
+    17.5
+
+    One device per node (tensor parallel fills the node): the whole ring crosses the NICs,
+    ``2 * 15/16 * 1e9 / 20e9 = 93.75 ms``:
+
+    >>> round(hierarchical_time_s("all_reduce", 1e9, num_devices=16, per_domain=1,
+    ...                           intra_bus_bw_gbs=100, inter_bw_gbs=20, alpha_s=0) * 1e3, 2)
+    93.75
+    """
+    if kind not in BUS_FACTOR:
+        raise InvalidArgumentError(
+            f"kind={kind!r} is not valid: expected one of {', '.join(COLLECTIVES)}."
+        )
+    if np.all(np.asarray(num_devices) <= 1):
+        return 0.0 if np.ndim(size_bytes) == 0 else np.zeros(np.shape(size_bytes))
+    intra, inter = _level_times(kind, size_bytes, num_devices, per_domain, intra_bus_bw_gbs,
+                                inter_bw_gbs)
+    k = np.ceil(np.asarray(num_devices, float) / np.clip(per_domain, 1, None))
+    hops = np.where(k > 1, 2.0 * np.ceil(np.log2(np.maximum(k, 2))), 0.0)
+    if kind == "send_recv":  # one message, one traversal of the fabric
+        hops = np.where(k > 1, 1.0, 0.0)
+    out = alpha_s + hops * inter_latency_s + np.maximum(intra, inter)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def exposed_time_s(comm_s, window_s, *, overlap=0.8, min_exposed_s=None):
     """Communication time left on the critical path when it overlaps with compute.
 
     Up to ``overlap`` of the communication can hide under ``window_s`` of compute (DDP buckets
     all-reduce while backward runs; FSDP prefetches the next all-gather): the exposed part is
-    ``max(comm - overlap * window, (1 - overlap) * comm)``, so at least the last bucket's share
-    ``(1 - overlap) * comm`` is always paid.
+    ``max(comm - overlap * window, floor)``. The floor is what cannot hide: ``min_exposed_s``
+    when the caller knows it (the last DDP bucket's all-reduce after backward ends; FSDP's
+    first all-gather, before any compute to hide behind, and its last reduce-scatter), else
+    ``(1 - overlap) * comm``.
 
     >>> round(exposed_time_s(10.0, 100.0), 6)   # fully hidden but the last 20 %
     2.0
     >>> exposed_time_s(100.0, 50.0)   # 100 - 0.8 * 50
     60.0
+    >>> exposed_time_s(10.0, 100.0, min_exposed_s=0.5)   # only the last bucket is paid
+    0.5
     """
     comm_s = np.asarray(comm_s, float)
-    out = np.maximum(comm_s - overlap * np.asarray(window_s, float), (1.0 - overlap) * comm_s)
+    floor = (1.0 - overlap) * comm_s if min_exposed_s is None else np.minimum(
+        np.asarray(min_exposed_s, float), comm_s)
+    out = np.maximum(comm_s - overlap * np.asarray(window_s, float), floor)
     return float(out) if np.ndim(out) == 0 else out
 
 

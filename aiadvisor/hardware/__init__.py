@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
 from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
+from .fabrics import get_fabric, network_for
 from .lookup import find, get, resolve
-from .pricing import hourly_cost
+from .pricing import PriceQuote, PriceRule, hourly_cost
 from .spec_table import (
     COLUMNS,
     FIGURE_COLUMNS,
     KINDS,
+    SEGMENTS,
     all_specs,
     catalog,
     filter_catalog,
@@ -29,12 +31,15 @@ __all__ = [
     "COLUMNS",
     "FIGURE_COLUMNS",
     "KINDS",
+    "SEGMENTS",
     "SUPPORT_LEVELS",
     "BandwidthPoint",
     "BenchmarkResult",
     "CpuInfo",
     "DetectedDevice",
     "MatmulPoint",
+    "PriceQuote",
+    "PriceRule",
     "all_specs",
     "benchmark",
     "cache_directory",
@@ -44,7 +49,9 @@ __all__ = [
     "filter_catalog",
     "find",
     "get",
+    "get_fabric",
     "hourly_cost",
+    "network_for",
     "probe",
     "resolve",
     "shipped_csv_path",

@@ -8,31 +8,44 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import AIAdvisorError, InvalidArgumentError, check_choice
-from .spec_table import KINDS
+from .spec_table import KINDS, SEGMENTS
 
 __all__ = ["add_arguments", "format_table", "run"]
 
 #: (column, header, format) of the printed table; blank cells print as "-" (unknown).
 _TABLE = (
-    ("name", "name", "{}"), ("kind", "kind", "{}"), ("memory_gb", "mem GB", "{:g}"),
+    ("name", "name", "{}"), ("kind", "kind", "{}"), ("segment", "segment", "{}"),
+    ("memory_gb", "mem GB", "{:g}"),
     ("memory_bw_gbs", "mem GB/s", "{:g}"), ("fp32_tflops", "fp32", "{:g}"),
     ("bf16_tflops", "bf16", "{:g}"), ("fp16_tflops", "fp16", "{:g}"),
     ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("tdp_w", "W", "{:g}"),
     ("usd_purchase", "buy $", "{:g}"), ("usd_per_hour", "$/h", "{:g}"),
 )
+#: Printed after the others when a budget is given: the cost the budget was compared with.
+_COST = ("cost_per_hour", "cost $/h", "{:.3g}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``aiadvisor hardware`` options to ``parser``."""
     parser.add_argument("--vendor", help="only this vendor (e.g. NVIDIA, AMD, Google)")
     parser.add_argument("--kind", help=f"only this kind: {', '.join(KINDS)}")
+    parser.add_argument("--segment", help=f"only devices sold for: {', '.join(SEGMENTS)}")
     parser.add_argument("--min-memory-gb", type=float, default=None, metavar="GB",
                         help="only devices with at least this much memory")
     parser.add_argument("--max-usd-per-hour", type=float, default=None, metavar="USD",
                         help="only devices costing at most this per busy hour: the rental "
-                             "price, else the purchase amortised over 3 years at 50%% use "
-                             "plus power at 0.15 $/kWh (aiadvisor.hardware.hourly_cost); "
-                             "unpriced devices are left out")
+                             "price, else the purchase amortised over --years at "
+                             "--utilisation plus power at --usd-per-kwh "
+                             "(aiadvisor.hardware.hourly_cost); unpriced devices are left out")
+    parser.add_argument("--own", action="store_true",
+                        help="with --max-usd-per-hour: price a device sold both ways by its "
+                             "amortised purchase, not its rental price")
+    parser.add_argument("--years", type=float, default=None, metavar="Y",
+                        help="years a purchase is written off over (default 3)")
+    parser.add_argument("--utilisation", type=float, default=None, metavar="F",
+                        help="share of hours an owned device is busy, in (0, 1] (default 0.5)")
+    parser.add_argument("--usd-per-kwh", type=float, default=None, metavar="USD",
+                        help="electricity price for owned devices (default 0.15)")
     parser.add_argument("--name", help="only names containing this text (case-insensitive)")
     parser.add_argument("--csv", metavar="PATH",
                         help="a user CSV that adds or overrides catalog rows")
@@ -53,14 +66,16 @@ def _cell(value: Any, fmt: str) -> str:
 
 
 def format_table(table: Any) -> str:
-    """The catalog rows as an aligned text table (dense TFLOP/s; '-' = unknown)."""
-    rows = [[header for _, header, _ in _TABLE]]
+    """The catalog rows as an aligned text table (dense TFLOP/s; '-' = unknown), with the cost
+    per busy hour when the table has one (a budget filter adds it)."""
+    spec = _TABLE + ((_COST,) if _COST[0] in table.columns else ())
+    rows = [[header for _, header, _ in spec]]
     for _, record in table.iterrows():
-        rows.append([_cell(record[column], fmt) for column, _, fmt in _TABLE])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_TABLE))]
+        rows.append([_cell(record[column], fmt) for column, _, fmt in spec])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(spec))]
     lines = []
     for j, r in enumerate(rows):
-        cells = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -73,13 +88,20 @@ def _filter(table: Any, args: argparse.Namespace) -> Any:
     kind = args.kind
     if kind is not None:
         check_choice("--kind", kind.lower(), KINDS)
+    segment = getattr(args, "segment", None)
+    if segment is not None:
+        check_choice("--segment", segment.lower(), SEGMENTS)
     budget = getattr(args, "max_usd_per_hour", None)
     if budget is not None and not budget >= 0:
         raise InvalidArgumentError(
             f"--max-usd-per-hour={budget!r} is not valid: expected a non-negative number of "
             "USD per device-hour.")
-    return filter_catalog(table, kind=kind, vendor=args.vendor, name=args.name,
-                          min_memory_gb=args.min_memory_gb, max_usd_per_hour=budget)
+    return filter_catalog(table, kind=kind, segment=segment, vendor=args.vendor, name=args.name,
+                          min_memory_gb=args.min_memory_gb, max_usd_per_hour=budget,
+                          years=getattr(args, "years", None),
+                          utilisation=getattr(args, "utilisation", None),
+                          usd_per_kwh=getattr(args, "usd_per_kwh", None),
+                          basis="own" if getattr(args, "own", False) else None)
 
 
 def _print_device(args: argparse.Namespace, out: TextIO) -> None:
@@ -173,7 +195,17 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         out.write(format_table(table) + "\n")
         out.write(f"{len(table)} device(s). Figures are dense peaks from vendor datasheets "
                   "(see the 'source' and 'notes' columns of aiadvisor.hardware.catalog()); "
-                  "'-' = unknown.\n\n")
+                  "'-' = unknown.\n")
+        if "cost_per_hour" in table.columns:
+            from .pricing import PriceRule
+
+            assumptions = {k: v for k, v in (
+                ("years", args.years), ("utilisation", args.utilisation),
+                ("usd_per_kwh", args.usd_per_kwh)) if v is not None}
+            rule = PriceRule(basis="own" if args.own else "rent", **assumptions)
+            out.write(rule.describe() + " Prices have a source and a date in the catalog's "
+                      "price_source and price_date columns; unpriced devices are left out.\n")
+        out.write("\n")
         if not getattr(args, "no_detect", False):
             _print_device(args, out)
     except AIAdvisorError as exc:

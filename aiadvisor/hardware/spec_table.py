@@ -27,6 +27,7 @@ __all__ = [
     "KINDS",
     "NUMERIC_COLUMNS",
     "PRICE_KINDS",
+    "SEGMENTS",
     "TEXT_COLUMNS",
     "all_specs",
     "as_table",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 KINDS = ("gpu", "tpu", "npu", "cpu", "edge")
+#: Who buys a device (``segment``): rented or racked in a datacenter, a workstation card or
+#: desktop, a consumer card or computer, an edge board or on-device NPU.
+SEGMENTS = ("datacenter", "workstation", "consumer", "edge")
 
 #: Throughput columns, one per precision (TFLOP/s, or TOP/s for the integer formats).
 FIGURE_COLUMNS = (
@@ -48,8 +52,8 @@ NUMERIC_COLUMNS = (
     "usd_per_hour", "usd_purchase", "launch_overhead_us",
 )
 TEXT_COLUMNS = (
-    "vendor", "kind", "interconnect", "price_kind", "price_source", "price_date", "source",
-    "notes", "aliases",
+    "vendor", "kind", "segment", "interconnect", "price_kind", "price_source", "price_date",
+    "source", "notes", "aliases",
 )
 
 #: ``price_kind`` values: ``rent`` (``usd_per_hour``, on-demand list price per device-hour),
@@ -64,8 +68,8 @@ _MIN_USD_PURCHASE = 20.0
 
 #: Canonical column order of :func:`catalog` (the DESIGN.md spec columns plus extras).
 COLUMNS = (
-    "name", "vendor", "kind", "year", "memory_gb", "memory_bw_gbs", *FIGURE_COLUMNS, "tdp_w",
-    "interconnect", "interconnect_bw_gbs", "usd_per_hour", "usd_purchase", "price_kind",
+    "name", "vendor", "kind", "segment", "year", "memory_gb", "memory_bw_gbs", *FIGURE_COLUMNS,
+    "tdp_w", "interconnect", "interconnect_bw_gbs", "usd_per_hour", "usd_purchase", "price_kind",
     "price_source", "price_date", "launch_overhead_us", "source", "notes", "aliases",
 )
 
@@ -166,10 +170,11 @@ def _parse_row(raw: dict[str, str], *, source: str, line: int) -> dict[str, Any]
                 _fail(source, line, name, column, text,
                       f"is not valid: expected one of {', '.join(PRICE_KINDS)}.")
             row[column] = text.lower()
-        elif column == "kind":
-            if text.lower() not in KINDS:
-                _fail(source, line, name, "kind", text,
-                      f"is not valid: expected one of {', '.join(KINDS)}.")
+        elif column in ("kind", "segment"):
+            choices = KINDS if column == "kind" else SEGMENTS
+            if text.lower() not in choices:
+                _fail(source, line, name, column, text,
+                      f"is not valid: expected one of {', '.join(choices)}.")
             row[column] = text.lower()
         else:
             row[column] = text
@@ -188,9 +193,14 @@ def _check_price(row: dict[str, Any], *, source: str, line: int, require_source:
         _fail(source, line, name, "usd_purchase", f"{purchase:g}",
               f"is not valid: expected the purchase price of one device (at least "
               f"{_MIN_USD_PURCHASE:g} USD); an hourly price goes in 'usd_per_hour'.")
-    if hourly is None and purchase is None:
-        return
     kind = row.get("price_kind")
+    if hourly is None and purchase is None:
+        if kind is not None:  # a price was announced but not given
+            column = _PRICE_COLUMNS[kind][0]
+            _fail(source, line, name, column, "",
+                  f"is missing for price_kind {kind!r}: give the price, or leave price_kind "
+                  "blank to use the row without a price.")
+        return
     if kind is None:
         if not require_source:
             return
@@ -346,11 +356,12 @@ def as_table(table: pd.DataFrame | str | os.PathLike | None) -> pd.DataFrame:
 
 
 def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
-                   kind: str | None = None, vendor: str | None = None,
+                   kind: str | None = None, segment: str | None = None,
+                   vendor: str | None = None,
                    name: str | None = None, min_memory_gb: float | None = None,
                    max_usd_per_hour: float | None = None, years: float | None = None,
-                   utilisation: float | None = None, usd_per_kwh: float | None = None
-                   ) -> pd.DataFrame:
+                   utilisation: float | None = None, usd_per_kwh: float | None = None,
+                   basis: str | None = None) -> pd.DataFrame:
     """The catalog rows that match every filter given, in table order.
 
     Parameters
@@ -359,6 +370,8 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
         A table from :func:`catalog`, a user CSV path, or None for the shipped table.
     kind : str, optional
         One of :data:`KINDS` (case-insensitive).
+    segment : str, optional
+        One of :data:`SEGMENTS` (case-insensitive): datacenter, workstation, consumer, edge.
     vendor, name : str, optional
         Case-insensitive substring of the vendor / device name.
     min_memory_gb : float, optional
@@ -366,8 +379,9 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     max_usd_per_hour : float, optional
         Only devices that cost at most this much per busy hour: the rental price, else the
         purchase price amortised by :func:`aiadvisor.hardware.pricing.hourly_cost` (``years``,
-        ``utilisation`` and ``usd_per_kwh`` are passed on; None keeps its defaults). Devices
-        with no price are left out.
+        ``utilisation``, ``usd_per_kwh`` and ``basis`` ("rent" or "own", for devices priced
+        both ways) are passed on; None keeps its defaults). Devices with no price are left
+        out.
 
     Returns
     -------
@@ -377,8 +391,8 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     Raises
     ------
     InvalidArgumentError
-        ``kind`` is not one of :data:`KINDS`, or ``min_memory_gb`` / ``max_usd_per_hour`` is
-        negative or not a number.
+        ``kind`` is not one of :data:`KINDS`, ``segment`` not one of :data:`SEGMENTS`, or
+        ``min_memory_gb`` / ``max_usd_per_hour`` is negative or not a number.
 
     Examples
     --------
@@ -402,6 +416,9 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     if kind is not None:
         kind = check_choice("kind", str(kind).lower(), KINDS)
         table = table[table["kind"] == kind]
+    if segment is not None:
+        segment = check_choice("segment", str(segment).lower(), SEGMENTS)
+        table = table[table["segment"] == segment]
     if vendor:
         table = table[table["vendor"].str.lower().str.contains(vendor.lower(), regex=False)]
     if name:
@@ -411,7 +428,8 @@ def filter_catalog(table: pd.DataFrame | str | os.PathLike | None = None, *,
     if max_usd_per_hour is not None:
         budget = bound("max_usd_per_hour", max_usd_per_hour)
         assumptions = {k: v for k, v in (("years", years), ("utilisation", utilisation),
-                                         ("usd_per_kwh", usd_per_kwh)) if v is not None}
+                                         ("usd_per_kwh", usd_per_kwh), ("basis", basis))
+                       if v is not None}
         cost = table.apply(lambda row: hourly_cost(row, **assumptions), axis=1,
                            result_type="reduce") if len(table) else table["usd_per_hour"]
         table = table.assign(cost_per_hour=cost.astype("float64"))
@@ -445,6 +463,7 @@ def row_to_spec(row: Any) -> HardwareSpec:
     return HardwareSpec(
         name=str(get("name")), vendor=str(_clean(get("vendor", None)) or ""),
         kind=str(_clean(get("kind", None)) or "unknown"),
+        segment=str(_clean(get("segment", None)) or "") or None,
         year=None if year is None else int(year), interconnect=interconnect,
         source=str(_clean(get("source", None)) or ""), notes=str(_clean(get("notes", None)) or ""),
         aliases=aliases, **price, **values,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import CodeNames
 from ..errors import InvalidArgumentError, check_choice
+from ..hardware.pricing import PriceRule
 from ..profiler import rescale
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import PRECISIONS
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 OPTION_KEYS = ("hardware", "num_devices", "precision", "batch_size", "seq_len",
-               "budget_usd_per_hour")
+               "budget_usd_per_hour", "price")
 
 
 class ReportTables:
@@ -61,6 +62,10 @@ class ReportTables:
         self.options = resolved
         self._budget = options.get("budget_usd_per_hour")
         self._budget_notes: list[str] = []
+        self.price_rule = PriceRule.from_value(options.get("price"))
+        """Rent or own and the amortisation the hardware ranking prices devices with."""
+        if options.get("price") is not None:
+            self.options["price"] = self.price_rule.as_dict()
 
     @functools.cached_property
     def parallel(self) -> pd.DataFrame:
@@ -80,7 +85,7 @@ class ReportTables:
         table = rank_hardware(self.profile, specs=self._specs,
                               precision=self.requested if self.precision_pinned else None,
                               num_devices=self.num_devices, predictor=self._predictor,
-                              parts_for=self._parts_for)
+                              parts_for=self._parts_for, price=self.price_rule)
         if not self.precision_pinned:
             table.attrs["precision_note"] = precision_note(None, mode=self.profile.mode,
                                                            current=self.precision_name)
@@ -150,6 +155,7 @@ def check_options(options: dict[str, Any]) -> None:
             f"budget_usd_per_hour={budget!r} is not valid: expected a positive number of US "
             "dollars per hour, or None."
         )
+    PriceRule.from_value(options.get("price"))  # raises on a bad rule, naming the field
 
 
 def _config_from_row(row: Any) -> ParallelConfig:

@@ -271,7 +271,8 @@ def _to_row(row: PlanRow, prof: ModelProfile, spec: HardwareSpec, outcome) -> di
     notes = _row_notes(row, prof, spec)
     pred = outcome.prediction if outcome is not None else None
     if pred is not None:
-        notes += list(pred.notes)
+        # The network is the same for every plan: said once in the table's notes.
+        notes += [n for n in pred.notes if n != pred.network]
     elif outcome is not None and outcome.reason:
         notes.append(outcome.reason)
     return {
@@ -338,7 +339,8 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
 
 
 def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devices: int,
-                  precision: str = "bf16", ep_degrees: int | list[int] | None = None,
+                  precision: str = "bf16", fabric: Any = None,
+                  node_size: int | None = None, ep_degrees: int | list[int] | None = None,
                   moe_imbalance: float | None = None,
                   nic_gbs_per_node: float | None = None) -> pd.DataFrame:
     """Rank the ways to run one step of ``prof`` on ``num_devices`` devices.
@@ -356,6 +358,11 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
         2 + 2 + 12 bytes per parameter with Adam; plans without ZeRO run ``torch.autocast``:
         4 + 4 + 8 plus 2 bytes of 16-bit weight copies (in ``buffers_bytes``).
         ``fp32``/``tf32`` keep 4 + 4 + 8.
+    fabric : str or dict, optional
+        The network between nodes (a name from ``data/fabrics.csv`` or ``{"gbps": NIC Gb/s
+        per device, "latency_us": ...}``); default: the device's usual build.
+    node_size : int, optional
+        Devices per node; ``num_devices`` must then fill whole nodes.
     ep_degrees : int or list of int, optional
         Mixture-of-experts profiles only: expert-parallel degrees to try, each dividing the
         number of experts and ``num_devices`` (default: all of them). EP splits each MoE
@@ -368,15 +375,15 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
         compute is added.
     nic_gbs_per_node : float, optional
         NIC bandwidth per node across nodes, GB/s per direction, for EP's all-to-all
-        (default :data:`~aiadvisor.recommend.expert_parallel.DEFAULT_NIC_GBS_PER_NODE`,
-        8 x 400 Gb/s InfiniBand).
+        (default: the node's NICs at the fabric's efficiency, from ``fabric``/``node_size``).
 
     Returns
     -------
     pandas.DataFrame
         One row per plan, best first (plans that fit, by throughput; then the rest by memory).
-        ``df.attrs`` holds ``hardware``, ``num_devices``, ``precision``, ``headroom_fraction``
-        and ``advice`` (what would make it fit, when nothing does without offload).
+        ``df.attrs`` holds ``hardware``, ``num_devices``, ``precision``, ``headroom_fraction``,
+        ``advice`` (what would make it fit, when nothing does without offload) and
+        ``network`` (the network assumed).
 
     Examples
     --------
@@ -387,8 +394,8 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     'ddp'
     """
     from ..hardware import resolve
+    from ..hardware.fabrics import network_for
     from .expert_parallel import (
-        DEFAULT_NIC_GBS_PER_NODE,
         check_ep_degrees,
         check_moe_imbalance,
         nic_bandwidth_per_device_gbs,
@@ -397,13 +404,18 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     _check(prof, num_devices, precision)
     ep = check_ep_degrees(prof, ep_degrees, num_devices=num_devices)
     imbalance = check_moe_imbalance(prof, moe_imbalance)
-    nic = DEFAULT_NIC_GBS_PER_NODE if nic_gbs_per_node is None else nic_gbs_per_node
-    nic_bandwidth_per_device_gbs(nic_gbs_per_node=nic)  # checks it
     spec = resolve(hardware)
+    # Bad network input raises here, not as a reason on every row.
+    network = network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices)
+    # EP's all-to-all crosses the same NICs: the node's line rate at the fabric's efficiency,
+    # unless the user gives a figure.
+    nic = (network.node_gbps / 8 * network.efficiency if nic_gbs_per_node is None
+           else nic_gbs_per_node)
+    nic_bandwidth_per_device_gbs(nic_gbs_per_node=nic)  # checks it
     return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
                                parts=activation_parts(prof, precision=precision),
-                               predictor=Predictor(), ep_degrees=ep, moe_imbalance=imbalance,
-                               nic_gbs_per_node=nic)
+                               predictor=Predictor(fabric=fabric, node_size=node_size),
+                               ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic)
 
 
 def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int,
@@ -443,13 +455,20 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
         # also in the table itself: DataFrame attrs do not survive every pandas operation
         df.loc[0, "notes"] = "; ".join(filter(None, [advice, df.loc[0, "notes"]]))
     notes = list(parts.notes)
+    network = None
+    if num_devices > 1:
+        from ..hardware.fabrics import network_for
+
+        network = network_for(spec, fabric=predictor.fabric, node_size=predictor.node_size,
+                              num_devices=num_devices).describe(num_devices)
+        notes.append(network)
     if num_devices > 1 and (df["tp"] == 1).all() and (df["pp"] == 1).all() and prof.num_blocks:
         notes.append("tensor and pipeline parallel not listed: plain data parallel fits in "
                      f"under {ROOMY_FRACTION:.0%} of the memory, and they would only add "
                      "communication")
     df.attrs.update({"hardware": spec.name, "num_devices": num_devices, "precision": precision,
                      "headroom_fraction": HEADROOM_FRACTION, "advice": advice,
-                     "notes": notes})
+                     "notes": notes, "network": network})
     return df
 
 

@@ -11,6 +11,7 @@ in ``num_microbatches`` pipeline micro-batches and ``grad_accum_steps`` accumula
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import AIAdvisorError
 from ..profiler import rescale
@@ -70,7 +71,11 @@ class Predictor:
     that has been garbage-collected can never answer for a new one with the same ``id``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, fabric: Any = None, node_size: int | None = None) -> None:
+        self.fabric = fabric
+        """The network between nodes every prediction assumes (see
+        :func:`aiadvisor.hardware.fabrics.network_for`; None: each device's usual build)."""
+        self.node_size = node_size
         self._cache: dict[tuple, tuple[ModelProfile, Outcome]] = {}
         self._at: dict[tuple, tuple[ModelProfile, ModelProfile]] = {}
         self._memo: dict[tuple, tuple[object, object]] = {}
@@ -137,7 +142,8 @@ class Predictor:
             (id(step_prof), s.name, id(s), p, parallel) not in self._cache for p in precisions)]
         if not todo:
             return
-        table = _vector_table(step_prof, todo, precisions, parallel)
+        table = _vector_table(step_prof, todo, precisions, parallel, self.fabric,
+                              self.node_size)
         by_name = {s.name: s for s in todo}
         for rec in table:
             spec = by_name.get(rec["hardware"])
@@ -165,12 +171,12 @@ class Predictor:
         return self.plan(prof, spec, precision=precision,
                          parallel=parallel or ParallelConfig()).prediction
 
-    @staticmethod
-    def _run(prof, spec, precision, parallel) -> Outcome:
+    def _run(self, prof, spec, precision, parallel) -> Outcome:
         from ..costmodel import step_time
 
         try:
-            return Outcome(step_time(prof, spec, precision, parallel))
+            return Outcome(step_time(prof, spec, precision, parallel, fabric=self.fabric,
+                                     node_size=self.node_size))
         except AIAdvisorError as exc:  # e.g. fp8 on a T4: explained, never raised
             return Outcome(None, str(exc))
 
@@ -179,12 +185,13 @@ _TABLE_FIELDS = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confi
                  "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
 
 
-def _vector_table(step_prof, specs, precisions, parallel) -> list[dict]:
+def _vector_table(step_prof, specs, precisions, parallel, fabric, node_size) -> list[dict]:
     """Rows of one vectorised prediction, one per supported spec x precision."""
     from ..costmodel import predict_table
 
     table = predict_table(step_prof, specs=specs, precisions=precisions,
-                          num_devices=parallel.num_devices, parallel=parallel)
+                          num_devices=parallel.num_devices, parallel=parallel, fabric=fabric,
+                          node_size=node_size)
     return table.to_dict(orient="records")
 
 

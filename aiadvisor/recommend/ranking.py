@@ -4,8 +4,10 @@ For each device: the precision it runs (the pinned one or the nearest it support
 pinned, its best full-rate precision for the mode, see :func:`.precision.best_precision`), the
 fewest devices on which a plan without offload fits, a plan on that many devices (the fastest-
 looking of a short list whose memory fits), the cost model's step time and throughput, the cost
-per million samples from the hourly price, an upper bound of the energy per sample from the
-TDP, and whether the device is on the Pareto front of throughput vs cost.
+per million samples from the cost of a device-hour (the rental price, or the purchase
+amortised by a :class:`~aiadvisor.hardware.pricing.PriceRule`; ``price_basis`` says which, with
+the price's source and date), an upper bound of the energy per sample from the TDP, and whether
+the device is on the Pareto front of throughput vs cost over every priced row.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AIAdvisorError
+from ..hardware.pricing import PriceRule
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import fmt_bytes
 from .memory import DEVICES_PER_NODE, PartsSource, device_memory, usable_bytes
@@ -26,10 +29,11 @@ from .predictor import Predictor
 if TYPE_CHECKING:
     import pandas as pd
 
-COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "devices_needed", "fits",
-           "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
-           "step_time_high_s", "throughput", "usd_per_hour", "cost_per_million_samples_usd",
-           "energy_per_sample_j_upper_bound", "pareto", "confidence", "notes"]
+COLUMNS = ["hardware", "vendor", "kind", "segment", "precision", "num_devices", "devices_needed",
+           "fits", "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
+           "step_time_high_s", "throughput", "usd_per_hour", "price_basis",
+           "cost_per_million_samples_usd", "energy_per_sample_j_upper_bound", "pareto",
+           "confidence", "notes"]
 
 
 def _candidates(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
@@ -115,7 +119,8 @@ class _Choice:
 
 def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: str | None,
                   num_devices: int, predictor: Predictor,
-                  parts_for: PartsSource | None = None) -> pd.DataFrame:
+                  parts_for: PartsSource | None = None,
+                  price: PriceRule | None = None) -> pd.DataFrame:
     """Rank ``specs`` for ``prof`` (see the module docstring).
 
     Parameters
@@ -134,17 +139,22 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
         Cached cost-model calls.
     parts_for : PartsSource, optional
         Activation parts per precision (computed when not given).
+    price : PriceRule, optional
+        Rent or own, and the amortisation of purchase prices (None: the defaults, renting).
 
     Returns
     -------
     pandas.DataFrame
         Columns :data:`COLUMNS`, fastest first among devices that can run it;
-        ``attrs["precision_note"]`` is one sentence saying which precision each row uses.
+        ``usd_per_hour`` is the cost of one device-hour under ``price`` and ``price_basis``
+        the price it came from (source and date); ``attrs["precision_note"]`` is one sentence
+        saying which precision each row uses and ``attrs["price_note"]`` the price rule.
     """
     import pandas as pd
 
+    price = price or PriceRule()
     memory = _Memory(prof, parts_for or PartsSource(prof))
-    choices = [_choose(prof, spec, precision, num_devices, memory) for spec in specs]
+    choices = [_choose(prof, spec, precision, num_devices, memory, price) for spec in specs]
     _prefill(prof, choices, predictor)
     rows = [_predicted(prof, choice, predictor) for choice in choices]
     df = pd.DataFrame.from_records(rows, columns=COLUMNS)
@@ -153,6 +163,10 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     df = df.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o")
     df = df.reset_index(drop=True)
     df.attrs["precision_note"] = precision_note(precision, mode=prof.mode)
+    unpriced = int(df["usd_per_hour"].isna().sum())
+    df.attrs["price_note"] = price.describe() + (
+        f" {unpriced} device(s) have no price in the catalog: no cost and no place on the "
+        "Pareto front." if unpriced else "")
     return df
 
 
@@ -193,12 +207,15 @@ def _prefill(prof: ModelProfile, choices: list[_Choice], predictor: Predictor) -
                           parallel=config)
 
 
-def _choose(prof, spec, requested, num_devices, memory) -> _Choice:
+def _choose(prof, spec, requested, num_devices, memory, price: PriceRule) -> _Choice:
     nan = float("nan")
+    quote = price.quote(spec)
     row: dict[str, Any] = {c: nan for c in COLUMNS}
-    row.update(hardware=spec.name, vendor=spec.vendor, kind=spec.kind, precision="",
+    row.update(hardware=spec.name, vendor=spec.vendor, kind=spec.kind,
+               segment=spec.segment or "", precision="",
                num_devices=num_devices, devices_needed=nan, fits=None, plan="",
-               usd_per_hour=spec.usd_per_hour if spec.usd_per_hour is not None else nan,
+               usd_per_hour=quote.usd_per_hour if quote is not None else nan,
+               price_basis=quote.text if quote is not None else "no price in the catalog",
                pareto=False, confidence="", notes="")
     choice = _Choice(spec=spec, row=row)
     if requested is None:
@@ -250,9 +267,9 @@ def _predicted(prof, choice: _Choice, predictor: Predictor) -> dict[str, Any]:
     row.update(step_time_s=pred.step_time_s, step_time_low_s=pred.low_s,
                step_time_high_s=pred.high_s, throughput=pred.throughput,
                confidence=pred.confidence)
-    if spec.usd_per_hour is not None and pred.throughput > 0:
-        row["cost_per_million_samples_usd"] = (spec.usd_per_hour * used / 3600
-                                               / pred.throughput * 1e6)
+    hourly = row["usd_per_hour"]
+    if not math.isnan(hourly) and pred.throughput > 0:
+        row["cost_per_million_samples_usd"] = hourly * used / 3600 / pred.throughput * 1e6
     if spec.tdp_w is not None and pred.throughput > 0:
         # Upper bound: every device drawing its full TDP for the whole step.
         row["energy_per_sample_j_upper_bound"] = spec.tdp_w * used / pred.throughput

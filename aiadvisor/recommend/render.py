@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 HARDWARE_COLUMNS = [("hardware", "device"), ("precision", "precision"),
                     ("num_devices", "devices"), ("fits", "fits"), ("plan", "plan"),
                     ("memory_per_device_bytes", "memory/device"), ("step_time_s", "step time"),
-                    ("throughput", "samples/s"),
+                    ("throughput", "samples/s"), ("usd_per_hour", "$/device-hour"),
                     ("cost_per_million_samples_usd", "$ per 1M samples"),
                     ("energy_per_sample_j_upper_bound", "J/sample (at most)"),
                     ("pareto", "pareto")]
+#: Markdown and HTML also say which price each row used, with its source and date.
+HARDWARE_PRICED_COLUMNS = [*HARDWARE_COLUMNS, ("price_basis", "price used (source, date)")]
 PRECISION_COLUMNS = [("precision", "precision"), ("support", "support"), ("usable", "usable"),
                      ("memory_per_device_bytes", "memory/device"), ("fits", "fits"),
                      ("speedup_vs_fp32", "speedup vs fp32"), ("numerical_risk", "risk"),
@@ -138,9 +140,11 @@ def _rec_gain(rec: Any) -> str:
 
 
 def _hardware_note(report: Any) -> list[str]:
-    """The ranking's one sentence on precision (which precision each device is ranked at)."""
-    note = report.hardware.attrs.get("precision_note", "")
-    return [note] if note else []
+    """The ranking's sentences on precision (which precision each device is ranked at) and on
+    price (rent or own, the amortisation, how many devices have no price)."""
+    attrs = report.hardware.attrs
+    return [note for note in (attrs.get("precision_note", ""), attrs.get("price_note", ""))
+            if note]
 
 
 def to_text(report: Any, *, limit: int = 8) -> str:
@@ -168,7 +172,7 @@ def to_markdown(report: Any, *, limit: int = 12) -> str:
     out += ["## Parallel plans", "", markdown_table(report.parallel, PARALLEL_COLUMNS, limit), ""]
     out += ["## Precision", "", markdown_table(report.precision, PRECISION_COLUMNS), ""]
     out += ["## Hardware", "", *[f"{line}\n" for line in _hardware_note(report)],
-            markdown_table(report.hardware, HARDWARE_COLUMNS, limit), "",
+            markdown_table(report.hardware, HARDWARE_PRICED_COLUMNS, limit), "",
             ("Times, costs and energies are estimates; energy per sample is an upper bound from "
             "the TDP."), ""]
     return "\n".join(out)
@@ -214,7 +218,8 @@ def to_html(report: Any, *, limit: int = 12) -> str:
         f'<div class="aa-scroll">{html_table(report.precision, PRECISION_COLUMNS)}</div>',
         f"<h2>Hardware (top {min(limit, len(report.hardware))} of {len(report.hardware)})</h2>",
         *[f'<p class="aa-meta">{esc(line)}</p>' for line in _hardware_note(report)],
-        f'<div class="aa-scroll">{html_table(report.hardware, HARDWARE_COLUMNS, limit)}</div>',
+        f'<div class="aa-scroll">{html_table(report.hardware, HARDWARE_PRICED_COLUMNS, limit)}'
+        "</div>",
         ('<p class="aa-meta">Times, costs and energies are estimates from the cost model; energy '
         "per sample is an upper bound from the TDP.</p>"), "</div>",
     ]

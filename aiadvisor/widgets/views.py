@@ -119,18 +119,42 @@ class HardwareView(_View):
                ("throughput", "samples/s"), ("usd_per_hour", "$/hour per device"),
                ("cost_per_million_samples_usd", "$ per 1M samples"),
                ("energy_per_sample_j_upper_bound", "J/sample (at most)"),
-               ("confidence", "confidence"), ("notes", "notes"))
+               ("confidence", "confidence"), ("price_basis", "price used (source, date)"),
+               ("notes", "notes"))
     COST = "cost_per_million_samples_usd"
 
     def __init__(self, dashboard: Any) -> None:
         super().__init__(dashboard)
         self.vendor = W.Dropdown(description="vendor", options=["all"], value="all")
         self.kind = W.Dropdown(description="kind", options=["all"], value="all")
+        self.segment = W.Dropdown(description="segment", options=["all"], value="all")
         self.fits_only = W.Checkbox(description="only devices it fits on", value=False)
-        for control in (self.vendor, self.kind, self.fits_only):
+        # 0 = no limit; the budget is per device-hour, as the $/hour column shows it.
+        self.max_usd = W.BoundedFloatText(description="max $/device-hour (0: any)", value=0.0,
+                                          min=0.0, max=1000.0, step=0.1,
+                                          style={"description_width": "initial"},
+                                          layout=W.Layout(width="240px"))
+        for control in (self.vendor, self.kind, self.segment, self.fits_only, self.max_usd):
             control.observe(self._on_filter, names="value")
-        self.filters = W.HBox([self.vendor, self.kind, self.fits_only])
+        # Renting vs owning re-prices the ranking (report.with_options(price=...)).
+        self.basis = W.ToggleButtons(options=[("rent", "rent"), ("own", "own")], value="rent",
+                                     description="price", style={"button_width": "60px"})
+        self.basis.observe(self._on_basis, names="value")
+        self.filters = W.HBox([self.vendor, self.kind, self.segment, self.fits_only,
+                               self.max_usd, self.basis], layout=W.Layout(flex_flow="row wrap"))
         self._report: Any = None
+
+    def _on_basis(self, change: dict) -> None:
+        dashboard = self.dashboard
+        if self._report is None or getattr(dashboard, "_syncing", False):
+            return
+        with dashboard._errors_shown():
+            current = dict(getattr(self._report, "options", {}).get("price") or {})
+            if current.get("basis", "rent") == change["new"]:
+                return
+            dashboard._report = dashboard._report.with_options(
+                price={**current, "basis": change["new"]})
+            dashboard._refresh()
 
     def _on_filter(self, change: dict) -> None:
         if self._report is not None:
@@ -140,7 +164,15 @@ class HardwareView(_View):
     def render(self, report: Any) -> None:
         self._report = report
         frame = report.hardware
-        for control, column in ((self.vendor, "vendor"), (self.kind, "kind")):
+        basis = (getattr(report, "options", {}).get("price") or {}).get("basis", "rent")
+        if self.basis.value != basis:
+            self.dashboard._syncing = True
+            try:
+                self.basis.value = basis
+            finally:
+                self.dashboard._syncing = False
+        for control, column in ((self.vendor, "vendor"), (self.kind, "kind"),
+                                (self.segment, "segment")):
             if column in frame.columns:
                 values = ["all", *sorted({str(v) for v in frame[column].dropna()})]
                 if list(control.options) != values:
@@ -152,18 +184,22 @@ class HardwareView(_View):
     def _filtered(self, frame: Any) -> Any:
         if self.vendor.value != "all" and "vendor" in frame.columns:
             frame = frame[frame["vendor"] == self.vendor.value]
-        if self.kind.value != "all" and "kind" in frame.columns:
-            frame = frame[frame["kind"] == self.kind.value]
+        for control, column in ((self.kind, "kind"), (self.segment, "segment")):
+            if control.value != "all" and column in frame.columns:
+                frame = frame[frame[column] == control.value]
         if self.fits_only.value and "fits" in frame.columns:
             frame = frame[frame["fits"].astype(bool)]
+        if self.max_usd.value and "usd_per_hour" in frame.columns:
+            frame = frame[frame["usd_per_hour"] <= self.max_usd.value]  # unpriced rows drop
         return frame
 
     def _draw(self, report: Any) -> None:
         frame = self._filtered(report.hardware)
         parts: list[W.Widget] = [self.filters]
-        precision_note = report.hardware.attrs.get("precision_note", "")
-        if precision_note:
-            parts.append(W.HTML(H.note(precision_note)))
+        for key in ("precision_note", "price_note"):
+            note = report.hardware.attrs.get(key, "")
+            if note:
+                parts.append(W.HTML(H.note(note)))
         cost = self.COST
         if {cost, "throughput"} <= set(frame.columns) and frame[cost].notna().any():
             parts.append(self.chart("pareto", lambda: plan_charts.pareto_chart(
@@ -176,8 +212,10 @@ class HardwareView(_View):
                              muted=lambda r: r.get("fits") is False)
         parts.append(W.HTML(f'<div class="aiadvisor-scroll aiadvisor-wide">{table}</div>'
                             '<div class="aiadvisor-muted-text">Fastest first. Speeds, costs and '
-                            "energies are estimated: cost from the hourly price in the catalog, "
-                            "energy an upper bound from the TDP; the highlighted row is the "
+                            "energies are estimated: cost from the catalog price (rented, or "
+                            "bought and amortised as the note above says; each row names its "
+                            "price's source and date), energy an upper bound from the TDP; the "
+                            "Pareto chart covers every priced row; the highlighted row is the "
                             "target.</div>"))
         self.box.children = parts
 

@@ -72,10 +72,13 @@ def test_years_are_plausible(table):
 
 
 def test_memory_bandwidth_is_plausible_for_the_kind(table):
-    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; LPDDR edge 15-250 (Raspberry Pi 5:
-    # 32-bit LPDDR4X-4267 = 17.1 GB/s); CPUs 50-1000 GB/s.
-    limits = {"gpu": (250, 10_000), "tpu": (500, 10_000), "npu": (500, 10_000),
-              "edge": (15, 250), "cpu": (50, 1_000)}
+    # HBM parts: 0.8-10 TB/s; GDDR cards 300-1800 GB/s; unified-memory laptop GPUs from 100
+    # (Apple M4: 120 GB/s LPDDR5X); LPDDR inference cards from 130 (Qualcomm Cloud AI 100:
+    # 4 x 64-bit LPDDR4X-4266 = 136.5 GB/s); LPDDR edge 15-300 (Raspberry Pi 5: 32-bit
+    # LPDDR4X-4267 = 17.1 GB/s; Jetson AGX Thor: 256-bit LPDDR5X-8533 = 273 GB/s);
+    # CPUs 50-1000 GB/s.
+    limits = {"gpu": (100, 10_000), "tpu": (500, 10_000), "npu": (130, 10_000),
+              "edge": (15, 300), "cpu": (50, 1_000)}
     for _, row in table.dropna(subset=["memory_bw_gbs"]).iterrows():
         low, high = limits[row["kind"]]
         assert low <= row["memory_bw_gbs"] <= high, row["name"]
@@ -374,3 +377,133 @@ def test_workstation_and_edge_rows_are_dense(rows):
     # 4267 MT/s x 4 bytes = 17.07 GB/s; 80 USD for 8 GB at launch (Sept 2023).
     pi = rows.loc["Raspberry Pi 5 8GB"]
     assert (pi["fp32_tflops"], pi["memory_bw_gbs"], pi["usd_purchase"]) == (0.154, 17.1, 80)
+
+
+# --- devices added for issue 15 (figures worked out from the sources named in each row) -------
+
+def test_blackwell_ultra_is_dense_per_gpu(rows):
+    # NVIDIA HGX B300 table (8 GPUs): FP8 72 PF and BF16 36 PF "with sparsity", FP4 108 PF
+    # without -> per GPU 72/8/2 = 4.5 PF, 36/8/2 = 2.25 PF, 108/8 = 13.5 PF. GB300 NVL72 (72
+    # GPUs): FP4 1080 PF dense, FP8 720 PF sparse, 576 TB/s -> 15 PF, 5 PF, 8 TB/s per GPU.
+    assert _value(rows, "NVIDIA B300", "fp8_tflops") == 72_000 / 8 / 2
+    assert _value(rows, "NVIDIA B300", "bf16_tflops") == 36_000 / 8 / 2
+    assert _value(rows, "NVIDIA B300", "fp4_tflops") == 108_000 / 8
+    assert _value(rows, "NVIDIA GB300", "fp4_tflops") == 1_080_000 / 72
+    assert _value(rows, "NVIDIA GB300", "fp8_tflops") == pytest.approx(720_000 / 72 / 2)
+    assert _value(rows, "NVIDIA GB300", "memory_bw_gbs") == 576_000 / 72
+    assert _value(rows, "NVIDIA GB300", "memory_gb") == 288
+    # INT8 was cut on Blackwell Ultra; the rows leave it blank rather than carry B200's 4500.
+    assert math.isnan(rows.loc["NVIDIA B300", "int8_tops"])
+
+
+def test_rtx_pro_6000_blackwell_is_derived_from_the_sparse_ai_tops(rows):
+    # NVIDIA gives only "4,000 AI TOPS" (FP4 with sparsity) and 125 TFLOPS FP32; 512-bit GDDR7
+    # at 28 Gbit/s = 512 x 28 / 8 = 1792 GB/s. Dense FP4 = 2000; FP8 = FP4/2; BF16 = FP4/4.
+    pro = rows.loc["NVIDIA RTX PRO 6000 Blackwell"]
+    assert pro["fp4_tflops"] == 4000 / 2 and pro["fp8_tflops"] == 4000 / 4
+    assert pro["bf16_tflops"] == 4000 / 8 == 500
+    # cross-check with the clock: 188 SM x 1024 FLOP/clk x 2.617 GHz = 503.8 TFLOPS.
+    assert 188 * 1024 * 2.617 / 1000 == pytest.approx(pro["bf16_tflops"], rel=0.01)
+    assert (pro["memory_gb"], pro["memory_bw_gbs"], pro["fp32_tflops"]) == (96, 512 * 28 / 8, 125)
+
+
+def test_rtx_4080_tensor_rate_from_sm_count_and_clock(rows):
+    # Ada whitepaper: 76 SMs at 2.505 GHz, 512 FP16 FLOP/clk/SM with FP32 accumulate (dense)
+    # = 97.5 TFLOPS; 256-bit GDDR6X at 22.4 Gbit/s = 716.8 GB/s.
+    assert _value(rows, "NVIDIA GeForce RTX 4080", "bf16_tflops") == pytest.approx(
+        76 * 512 * 2.505 / 1000, abs=0.05)
+    assert _value(rows, "NVIDIA GeForce RTX 4080", "memory_bw_gbs") == 256 * 22.4 / 8
+
+
+def test_qualcomm_cloud_ai_100_cards_match_the_sdk_table(rows):
+    # Qualcomm Cloud AI SDK, Architecture: Standard 16 GB / 137 GB/s / FP16 110 / INT8 325 /
+    # 75 W; Pro 32 GB / 125 / 375 / 75 W; Ultra = 4 SoCs, 128 GB / 548 GB/s / 290 / 870 / 150 W.
+    std = rows.loc["Qualcomm Cloud AI 100 Standard"]
+    assert (std["memory_gb"], std["fp16_tflops"], std["int8_tops"], std["tdp_w"]) == (
+        16, 110, 325, 75)
+    ultra = rows.loc["Qualcomm Cloud AI 100 Ultra"]
+    assert ultra["memory_gb"] == 4 * 32 and ultra["memory_bw_gbs"] == 4 * 137
+    assert (ultra["int8_tops"], ultra["tdp_w"]) == (870, 150)
+
+
+def test_tpu7x_and_gaudi_3_pcie(rows):
+    # Google TPU7x doc table: BF16 2307, FP8 4614 (= 2 x BF16), 7380 GB/s, ICI 1200 GB/s.
+    iron = rows.loc["Google TPU7x (Ironwood)"]
+    assert (iron["bf16_tflops"], iron["fp8_tflops"]) == (2307, 2 * 2307)
+    assert (iron["memory_bw_gbs"], iron["interconnect_bw_gbs"]) == (7380, 1200)
+    # Gaudi 3 PCIe (HL-338): same die and HBM as the OAM, 600 W instead of 900 W.
+    card, oam = rows.loc["Intel Gaudi 3 PCIe"], rows.loc["Intel Gaudi 3"]
+    assert card["tdp_w"] == 600 and oam["tdp_w"] == 900
+    assert card["bf16_tflops"] == oam["bf16_tflops"] == 1835
+    assert card["memory_gb"] == oam["memory_gb"] == 128
+
+
+def test_china_accelerators_are_sourced_or_blank(rows):
+    # Cambricon MLU370-X8 launch: FP32 32, FP16/BF16 96, INT8 256 TOPS, 48 GB LPDDR5 at
+    # 614.4 GB/s, 250 W. Ascend 910 (2019): FP16 256, INT8 512 = 2 x FP16, 310 W.
+    mlu = rows.loc["Cambricon MLU370-X8"]
+    assert (mlu["fp16_tflops"], mlu["int8_tops"], mlu["memory_bw_gbs"], mlu["tdp_w"]) == (
+        96, 256, 614.4, 250)
+    assert _value(rows, "Huawei Ascend 910", "int8_tops") == 2 * _value(
+        rows, "Huawei Ascend 910", "fp16_tflops") == 512
+    # 910B: no Huawei datasheet and sources disagree (280-376 TFLOPS): compute stays blank.
+    for column in FIGURE_COLUMNS:
+        assert math.isnan(rows.loc["Huawei Ascend 910B", column]), column
+    assert _value(rows, "Huawei Ascend 910C", "fp16_tflops") == 800
+
+
+def test_edge_inference_targets_say_what_their_tops_are(rows):
+    # Jetson AGX Thor: 2,070 FP4 TFLOPS with sparsity -> 1035 dense; no other tensor rate.
+    thor = rows.loc["NVIDIA Jetson AGX Thor"]
+    assert thor["fp4_tflops"] == 2070 / 2 and math.isnan(thor["bf16_tflops"])
+    # Apple M4 Neural Engine 38 TOPS, Snapdragon X Elite Hexagon 45 TOPS, Coral 4 TOPS at
+    # 2 TOPS/W = 2 W, AI HAT+ (Hailo-8) 26 TOPS: INT8 figures, FP16 left blank.
+    for name, tops in (("Apple M4 Neural Engine", 38), ("Qualcomm Snapdragon X Elite NPU", 45),
+                       ("Google Coral USB Accelerator", 4), ("Raspberry Pi AI HAT+ 26 TOPS", 26)):
+        assert rows.loc[name, "int8_tops"] == tops, name
+        assert math.isnan(rows.loc[name, "fp16_tflops"]), name
+        assert "int8" in rows.loc[name, "notes"].lower(), name
+    assert _value(rows, "Google Coral USB Accelerator", "tdp_w") == 4 / 2
+    # Apple base M4 120 GB/s, M4 Pro 273 GB/s (Apple Newsroom).
+    assert _value(rows, "Apple M4 (10-core GPU)", "memory_bw_gbs") == 120
+    assert _value(rows, "Apple M4 Pro (20-core GPU)", "memory_bw_gbs") == 273
+
+
+def test_the_catalog_reaches_75_devices_including_the_issue_15_list():
+    wanted = ["B300", "GB300", "MI355X", "Gaudi 3 PCIe", "Ascend 910B", "Ascend 910C",
+              "MLU370-X8", "Cloud AI 100", "M4", "M4 Pro", "Apple Neural Engine", "X Elite",
+              "Raspberry Pi 5", "Orin NX", "RTX 6000 Ada", "RTX PRO 6000", "DGX Spark"]
+    names = {get(w).name for w in wanted}
+    assert len(names) == len(wanted)
+    assert len(catalog()) >= 75
+
+
+def test_every_row_has_a_buyer_segment(table, rows):
+    from aiadvisor.hardware import SEGMENTS, filter_catalog
+
+    assert set(table["segment"]) <= set(SEGMENTS) and (table["segment"] != "").all()
+    # Edge boards and on-device NPUs are the edge segment, and nothing else is.
+    assert ((table["kind"] == "edge") == (table["segment"] == "edge")).all()
+    expected = {"NVIDIA GeForce RTX 4090": "consumer", "AMD Ryzen 9 7950X": "consumer",
+                "Apple M4 (10-core GPU)": "consumer", "NVIDIA H100 SXM": "datacenter",
+                "Intel Xeon Platinum 8480+": "datacenter", "Google TPU v5e": "datacenter",
+                "NVIDIA RTX PRO 6000 Blackwell": "workstation"}
+    for name, segment in expected.items():
+        assert rows.loc[name, "segment"] == segment, name
+    # The workstation segment, listed by hand: pro cards, the DGX Spark and the Max Macs.
+    assert sorted(filter_catalog(table, segment="Workstation")["name"]) == [
+        "Apple M1 Max (32-core GPU)", "Apple M2 Max (38-core GPU)", "Apple M3 Max (40-core GPU)",
+        "Apple M4 Max (40-core GPU)", "NVIDIA DGX Spark (GB10)",
+        "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX PRO 6000 Blackwell"]
+    assert get("RTX 4090").segment == "consumer"
+
+
+def test_a_bad_segment_names_the_choices(tmp_path):
+    from aiadvisor.errors import InvalidArgumentError
+    from aiadvisor.hardware import filter_catalog
+
+    with pytest.raises(InvalidArgumentError, match="segment='cloud'.*'datacenter'"):
+        filter_catalog(segment="cloud")
+    with pytest.raises(HardwareCatalogError) as info:
+        catalog(_csv(tmp_path, "name,segment\nX,cloud\n"))
+    assert "column 'segment'" in str(info.value) and "datacenter, workstation" in str(info.value)

@@ -169,3 +169,39 @@ def test_unpinned_ranking_runs_each_device_at_its_best_precision(specs):
     assert pinned.loc["NVIDIA H100 SXM", "precision"] == "fp32"
     assert pinned.loc["NVIDIA T4", "precision"] == "fp32"  # T4: 8.1 dense fp32 TFLOPS
     assert "as pinned" in pinned.attrs["precision_note"]
+
+
+def test_ranking_prices_every_row_by_the_rule_and_says_which_price(specs):
+    from aiadvisor.hardware import PriceRule
+
+    prof = make_profile(num_params=10_000_000, batch_size=8, mode="infer", optimizer="none")
+    names = ["NVIDIA H100 SXM", "NVIDIA GeForce RTX 4090", "NVIDIA RTX PRO 6000 Blackwell",
+             "Huawei Ascend 910B"]
+    chosen = [s for s in specs if s.name in names]
+    rent = rank_hardware(prof, specs=chosen, precision=None, num_devices=1,
+                         predictor=Predictor()).set_index("hardware")
+    # Renting: the H100 rents for 3.78; the RTX 4090 only sells (1599 USD, 450 W) so it is
+    # amortised: 1599 / 13140 + 0.45 * 0.15 = 0.18919 $/h; the RTX PRO 6000 rents for 0.66.
+    assert rent.loc["NVIDIA H100 SXM", "usd_per_hour"] == 3.78
+    assert rent.loc["NVIDIA GeForce RTX 4090", "usd_per_hour"] == pytest.approx(0.18919,
+                                                                                abs=1e-5)
+    assert rent.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == 0.66
+    assert rent.loc["NVIDIA GeForce RTX 4090", "price_basis"].startswith("own: 1,599 USD")
+    assert "2022-09" in rent.loc["NVIDIA GeForce RTX 4090", "price_basis"]
+    # The bought card now has a cost per sample (it had none when only rentals were priced).
+    row = rent.loc["NVIDIA GeForce RTX 4090"]
+    assert row["cost_per_million_samples_usd"] == pytest.approx(
+        row["usd_per_hour"] / 3600 / row["throughput"] * 1e6)
+    assert math.isnan(rent.loc["Huawei Ascend 910B", "usd_per_hour"])
+    assert rent.loc["Huawei Ascend 910B", "price_basis"] == "no price in the catalog"
+    note = rent.attrs["price_note"]
+    assert "rental price where a device has one" in note and "3 years at 50% use" in note
+    assert "1 device(s) have no price" in note
+    # Owning over 5 years at 25 % use: RTX PRO 6000 8565 / 10950 + 0.6 * 0.15 = 0.87219 $/h.
+    own = rank_hardware(prof, specs=chosen, precision=None, num_devices=1,
+                        predictor=Predictor(),
+                        price=PriceRule(basis="own", years=5, utilisation=0.25)
+                        ).set_index("hardware")
+    assert own.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == pytest.approx(
+        8565 / 10950 + 0.09, abs=1e-5)
+    assert own.loc["NVIDIA H100 SXM", "usd_per_hour"] == 3.78  # rent-only stays rented

@@ -84,6 +84,10 @@ def scenarios(gpt2_train, gpt2_infer, cnn_train, llama8b, llama70b, llama8b_infe
                                   "precision": "bf16"}),
         "llama70b_32": (llama70b, {"hardware": "H100 SXM", "num_devices": 32,
                                    "precision": "bf16"}),
+        # The same 4 nodes on 25 GbE instead of DGX H100's 8 x 400 Gb/s NDR: only the
+        # pipeline's point-to-point sends can afford to cross nodes.
+        "llama70b_32_ethernet": (llama70b, {"hardware": "H100 SXM", "num_devices": 32,
+                                            "precision": "bf16", "fabric": "Ethernet 25GbE"}),
         "llama8b_infer_t4": (llama8b_infer, {"hardware": "T4", "precision": "fp16"}),
         "llama8b_decode_h100": (llama8b_infer.at(seq_len=16),
                                 {"hardware": "H100 SXM", "precision": "bf16"}),
@@ -113,6 +117,7 @@ def test_rules_fire_where_their_numbers_say(scenarios):
     assert {"fsdp", "fp8", "optimizer_8bit"} <= fired["llama8b_8"]
     assert "cpu_offload" in fired["llama70b_8"]
     assert {"tensor_parallel", "pipeline_parallel"} & fired["llama70b_32"]
+    assert "pipeline_parallel" in fired["llama70b_32_ethernet"]
     # 16 GB of bf16 weights do not fit a 16 GB T4; NF4 (4.13 bits) does.
     assert "weight_only_nf4" in fired["llama8b_infer_t4"]
     assert "weight_only_int4" in fired["llama8b_decode_h100"]  # memory-bound decode

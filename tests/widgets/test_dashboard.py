@@ -201,3 +201,39 @@ def test_headline_without_a_prediction(report):
 
     html = headline_html(NoPrediction())
     assert "Sequential" in html and "batch 16" in html and "per step" not in html
+
+
+def test_hardware_tab_rent_own_toggle_and_budget_filter(dash):
+    dash.tabs.selected_index = 1
+    view = dash.views[1]
+    rented = dash.report.hardware.set_index("hardware")
+    assert rented.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == 0.66  # packet.ai
+    shown = " ".join(getattr(w, "value", "") for w in view.box.children)
+    assert "rental price where a device has one" in shown
+    view.basis.value = "own"  # as the front end sets it
+    assert dash.errors.outputs == ()
+    assert dash.report.options["price"]["basis"] == "own"
+    owned = dash.report.hardware.set_index("hardware")
+    # 8565 USD / (3 * 8760 * 0.5) h + 600 W * 0.15 $/kWh = 0.65183 + 0.09 = 0.74183 $/h.
+    assert owned.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == pytest.approx(
+        0.74183, abs=1e-5)
+    view = dash.views[1]
+    assert view.basis.value == "own"
+    # A budget of 0.2 $/device-hour keeps the amortised RTX 4090 (0.189) and drops the
+    # RTX 5090 (0.238), the rented H100 SXM (3.78) and every unpriced row.
+    view.max_usd.value = 0.2
+    table = view.box.children[-1].value
+    assert "NVIDIA GeForce RTX 4090" in table and "NVIDIA GeForce RTX 5090" not in table
+    assert "NVIDIA H100 SXM" not in table and "Huawei Ascend 910B" not in table
+    assert dash.errors.outputs == ()
+
+
+def test_hardware_tab_segment_filter(dash):
+    dash.tabs.selected_index = 1
+    view = dash.views[1]
+    assert {"datacenter", "workstation", "consumer", "edge"} <= set(view.segment.options)
+    view.segment.value = "workstation"
+    table = view.box.children[-1].value
+    assert "NVIDIA RTX PRO 6000 Blackwell" in table and "NVIDIA H100 SXM" not in table
+    assert "NVIDIA GeForce RTX 4090" not in table  # consumer
+    assert dash.errors.outputs == ()

@@ -1,0 +1,89 @@
+"""notebooks/course_hardware.ipynb runs top to bottom in a real kernel (nbclient), with the
+network blocked. The notebook asserts its own derivations; here its headline numbers are checked
+once more, worked out independently in the comments."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .notebook_utils import NOTEBOOKS, cell_outputs, error_outputs, execute_notebook, output_text
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("altair")
+
+pytestmark = pytest.mark.slow
+
+NOTEBOOK = NOTEBOOKS / "course_hardware.ipynb"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def executed():
+    return execute_notebook(NOTEBOOK, timeout_s=300, offline=True)
+
+
+def test_every_cell_runs_without_error_and_offline(executed):
+    assert error_outputs(executed) == []
+    assert output_text(executed.cells[-1].outputs).startswith("blocked by the offline guard")
+
+
+def test_committed_notebook_has_no_outputs(committed):
+    code = [c for c in committed.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+
+
+def test_each_solution_sits_under_a_collapsed_heading_and_runs(committed, executed):
+    headings = [i for i, c in enumerate(committed.cells) if c.source.startswith("#### Solution")]
+    assert len(headings) == 4  # one per exercise
+    for i in headings:
+        assert committed.cells[i].metadata["jp-MarkdownHeadingCollapsed"] is True
+        assert "solution" in committed.cells[i + 1].metadata["tags"]
+    answers = [c for c in executed.cells if "solution" in c.metadata.get("tags", [])]
+    assert len(answers) == 4 and all(c.outputs for c in answers)
+
+
+def test_the_fact_check_table_corrects_the_vendor_style_claims(executed):
+    text = output_text(cell_outputs(executed, "claims = pd.DataFrame(["))
+    rows = {line.split()[0]: line for line in text.splitlines() if re.match(r"\d+ ", line)}
+    # H200 "1979 TFLOPS" FP16 is 2 x the dense 989.4 (NVIDIA: "* with sparsity").
+    assert "1979" in rows["0"] and rows["0"].split()[-1] == "989.4"
+    assert "sparse quoted as dense" in rows["0"]
+    # MI300X "1502": AMD's dense FP16 is 1307.4, and 1502 is no AMD figure.
+    assert "matches no figure" in rows["4"] and rows["4"].split()[-1] == "1307.4"
+    # "Gaudi 3 96 GB" is the Gaudi 2's memory; Gaudi 3 has 128 GB (Intel Hot Chips 2024 deck).
+    assert "Gaudi 2" in rows["8"] and rows["8"].split()[-1] == "128"
+    # "A100 600 GB/s" is its NVLink3; its HBM2e moves 2039 GB/s.
+    assert "interconnect_bw_gbs" in rows["10"] and rows["10"].split()[-1] == "2039"
+    summary = output_text(cell_outputs(executed, "expected = ["))
+    assert summary.startswith("7 of 12 claims are wrong")
+
+
+def test_ridge_points(executed):
+    # 312/2.039 = 153.0, 989.4/3.35 = 295.3, 989.4/4.8 = 206.1, 121/0.3 = 403.3 FLOP/byte
+    text = output_text(cell_outputs(executed, "ridge = (catalog"))
+    for name, value in [("A100 80GB SXM", "153.0"), ("H100 SXM", "295.3"),
+                        ("H200 SXM", "206.1"), ("L4", "403.3")]:
+        assert re.search(rf"NVIDIA {name}\s+{value}", text)
+
+
+def test_the_charts_are_altair_specs(executed):
+    charts = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
+              if "data" in o and "image/svg+xml" in o["data"]]
+    assert len(charts) == 3
+
+
+def test_the_exercises_print_the_hand_answers(executed):
+    text = "\n".join(output_text(c.outputs) for c in executed.cells
+                     if "solution" in c.metadata.get("tags", []))
+    assert "MI300X ridge 246.7 FLOP/byte" in text  # 1307.4e12 / 5.3e12
+    assert "claimed 0.505 s, dense 1.011 s" in text  # 1e15 / 1979e12, 1e15 / 989.4e12
+    assert "6.87 ms vs 23.3 ms per token: 3.4x" in text  # 14e9 / 2039e9, 14e9 / 600e9
