@@ -316,7 +316,9 @@ class ModelProfile:
     """Number of repeated identical blocks (transformer layers), 0 if none were found."""
     block_param_bytes: int = 0
     block_activation_bytes: int = 0
-    """Saved-for-backward bytes of one block (train) at this batch and sequence length."""
+    """What one block leaves alive after the forward, at this batch and sequence length: its
+    saved-for-backward bytes (train); its KV cache and any other outputs that outlive it
+    (inference, e.g. with ``use_cache``)."""
     block_output_bytes: int = 0
     """Bytes of one block's output tensor: the message size of tensor/pipeline parallel."""
     measured_step_time_s: float | None = None
