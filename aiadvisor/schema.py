@@ -316,7 +316,9 @@ class ModelProfile:
     """Number of repeated identical blocks (transformer layers), 0 if none were found."""
     block_param_bytes: int = 0
     block_activation_bytes: int = 0
-    """Saved-for-backward bytes of one block (train) at this batch and sequence length."""
+    """What one block leaves alive after the forward, at this batch and sequence length: its
+    saved-for-backward bytes (train); its KV cache and any other outputs that outlive it
+    (inference, e.g. with ``use_cache``)."""
     block_output_bytes: int = 0
     """Bytes of one block's output tensor: the message size of tensor/pipeline parallel."""
     measured_step_time_s: float | None = None
@@ -392,6 +394,8 @@ class ParallelConfig:
 
     ``dp_degree * tp_degree * pp_degree`` is the number of devices. ``zero_stage`` 0 is plain
     data parallel (DDP); 1/2/3 shard optimizer state / + gradients / + parameters (3 = FSDP).
+    ``ep_degree`` splits a mixture-of-experts model's routed experts over that many devices of
+    the data-parallel group, so it divides ``dp_degree`` and adds no devices.
     """
 
     dp_degree: int = 1
@@ -405,9 +409,13 @@ class ParallelConfig:
     grad_accum_steps: int = 1
     num_microbatches: int = 1
     """Pipeline micro-batches per step (bubble fraction = (pp-1)/(m+pp-1))."""
+    ep_degree: int = 1
+    """Expert parallel: each MoE layer's experts split over this many data-parallel devices
+    (1: none). Only mixture-of-experts profiles can use more than 1."""
 
     def __post_init__(self) -> None:
-        for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps", "num_microbatches"):
+        for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps", "num_microbatches",
+                     "ep_degree"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(
@@ -424,6 +432,14 @@ class ParallelConfig:
                 "expected one of "
                 f"{', '.join(CHECKPOINTING)}."
             )
+        if self.dp_degree % self.ep_degree:
+            choices = [d for d in range(1, self.dp_degree + 1) if self.dp_degree % d == 0]
+            raise InvalidArgumentError(
+                f"ParallelConfig.ep_degree={self.ep_degree!r} is not valid with "
+                f"dp_degree={self.dp_degree}: expert-parallel ranks are a split of the "
+                f"data-parallel group, so ep_degree must divide dp_degree (one of "
+                f"{', '.join(map(str, choices))})."
+            )
 
     @property
     def num_devices(self) -> int:
@@ -432,7 +448,7 @@ class ParallelConfig:
     @property
     def label(self) -> str:
         """Short lowercase label, e.g. ``ddp``, ``fsdp``, ``zero2``, ``fsdp+offload``, ``tp8``,
-        ``fsdp4+tp2``, ``ddp+ckpt``."""
+        ``fsdp4+tp2``, ``ddp+ckpt``, ``fsdp+ep8+ckpt``."""
         parts = []
         if self.dp_degree > 1 or (self.tp_degree == 1 and self.pp_degree == 1):
             base = {0: "ddp", 1: "zero1", 2: "zero2", 3: "fsdp"}[self.zero_stage]
@@ -443,6 +459,8 @@ class ParallelConfig:
             parts.append(f"tp{self.tp_degree}")
         if self.pp_degree > 1:
             parts.append(f"pp{self.pp_degree}")
+        if self.ep_degree > 1:
+            parts.append(f"ep{self.ep_degree}")
         if self.offload:
             parts.append("offload")
         if self.checkpointing != "none":

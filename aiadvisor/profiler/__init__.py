@@ -62,7 +62,8 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     scaling : bool
         Trace at a few more batch sizes / sequence lengths so ``prof.at(...)`` needs no re-trace.
     repeated_blocks : bool
-        Trace one of N identical blocks and multiply (exact for identical layers).
+        Trace one of N identical blocks and multiply (exact for identical layers); what the
+        block leaves alive (saved activations, an inference KV cache) counts once per block.
     measure_steps : int
         Steps timed when ``measure`` is set.
     moe_imbalance : float, optional
@@ -249,6 +250,8 @@ def _random_copy(model):
     its config (so buffers such as position ids hold their real values), in the model's dtype
     and with its trainable flags; None without a config, above
     :data:`RANDOM_COPY_MAX_BYTES`, or when the class cannot be built from its config."""
+    import copy as copying
+
     import torch
 
     from .trace import _param_dtype
@@ -258,6 +261,11 @@ def _random_copy(model):
     if config is None or nbytes > RANDOM_COPY_MAX_BYTES:
         return None
     try:
+        config = copying.deepcopy(config)  # the user's config is never changed
+        if getattr(config, "layerdrop", 0):
+            # LayerDrop skips each layer at random in training; trace every layer (the step a
+            # profile is expected to describe, and the same on every run).
+            config.layerdrop = 0.0
         with torch.device("cpu"):
             copy = type(model)(config)
     except Exception:  # noqa: BLE001 - not buildable from its config: the caller explains
@@ -293,7 +301,10 @@ def _trace_random_copy(model, spec, *, mode, precision, errors):
         result.real_batch_size = batch
         notes = ["the model is on the meta device and its forward needs real values ("
                  + " | ".join(tried) + "): traced a copy with random weights built from its "
-                 "config on the CPU (same shapes, so the same FLOPs and bytes)",
+                 "config on the CPU (same shapes, so the same FLOPs and bytes)"
+                 + (f"; its layerdrop={model.config.layerdrop:g} was set to 0 in the copy, so "
+                    "every layer is counted (a training step skips each with that probability)"
+                    if getattr(model.config, "layerdrop", 0) and mode == "train" else ""),
                  *result.notes]
         return result, "real", None, notes
     return None
@@ -441,15 +452,21 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         mult = n if is_block_module(module, plan) else 1
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
+    # The other n-1 blocks each leave alive what the traced one does (saved activations in
+    # training; KV cache and kept outputs in inference), from the time they run: so from the
+    # traced block's start on, the live set is that much larger.
     extra_blocks = (n - 1) * result.block_activation_bytes
+    peak = max(result.peak_bytes, result.block_peak_bytes + extra_blocks)
     # Weights not in the trace (the other n-1 blocks) and, in inference, the change of storage
     # format are static; their gradients are the traced gradients scaled the same way.
     weight_delta = static["weights_bytes"] - result.weights_bytes
     grad_delta = static["grads_bytes"] - result.grads_bytes
     train = static["mode"] == "train"
     dyn["inputs_bytes"] = result.inputs_bytes
-    dyn["activations_bytes"] = result.activations_bytes + (extra_blocks if train else 0)
-    dyn["peak_bytes"] = result.peak_bytes + weight_delta + (extra_blocks if train else 0)
+    # Inference: activations are the largest live set less weights and inputs.
+    dyn["activations_bytes"] = result.activations_bytes + (
+        extra_blocks if train else peak - result.peak_bytes)
+    dyn["peak_bytes"] = peak + weight_delta
     dyn["live_after_step_bytes"] = result.live_after_step_bytes + weight_delta + grad_delta
     dyn["block_activation_bytes"] = result.block_activation_bytes
     dyn["block_output_bytes"] = result.block_output_bytes

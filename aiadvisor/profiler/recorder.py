@@ -145,14 +145,17 @@ class ModuleStack:
     def __init__(self, root: torch.nn.Module) -> None:
         self.names = {id(m): name for name, m in root.named_modules(remove_duplicate=False)}
         self.stack: list[str] = [""]
+        self.pre_forward = None
         self.post_forward = None
         self._handles: list = []
 
     def __enter__(self):
         from torch.nn.modules import module as module_mod
 
-        def pre(mod, _args):
+        def pre(mod, args):
             self.stack.append(self.names.get(id(mod), self.stack[-1]))
+            if self.pre_forward is not None:
+                self.pre_forward(mod, args)
 
         def post(mod, args, output):
             if len(self.stack) > 1:

@@ -32,7 +32,13 @@ class TraceResult:
     live_after_step_bytes: int
     max_param_bytes: int
     block_activation_bytes: int = 0
+    """Bytes the traced block leaves alive after the forward: saved for backward (train), its
+    KV cache or other outputs that outlive it (inference)."""
     block_output_bytes: int = 0
+    block_peak_bytes: int = 0
+    """The memory high-water mark since the traced block started (``peak_bytes`` is the whole
+    step's): the other blocks' live bytes are added only to the part of the step that runs with
+    them, not to the embeddings before the first block."""
     compute_dtype: str = "float32"
     real_batch_size: int = 0
     notes: tuple[str, ...] = ()
@@ -132,12 +138,20 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     recorder.fake_kernels = path != "real"
     block = _first_block(root, plan)
     block_out: list[int] = []
+    pre_block_peak: list[int] = []
+
+    def pre_fw(module, _inputs):
+        if block is not None and module is block and not pre_block_peak:
+            # From here on, the high-water mark of the step since the block started.
+            pre_block_peak.append(recorder.memory.peak)
+            recorder.memory.peak = recorder.memory.total
 
     def post_fw(module, _inputs, output):
         if block is not None and module is block and not block_out:
             block_out.append(sum(t.numel() * t.element_size() for t in tree_flatten(output)[0]
                                  if isinstance(t, torch.Tensor)))
 
+    tracker.pre_forward = pre_fw
     tracker.post_forward = post_fw
     with _modes(model, train), fake_mode:
         root.train(train)
@@ -161,25 +175,30 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
             out = functional_call(root, mapping, args, kwargs, tie_weights=True, strict=False)
             if train:
                 loss = reduce_output(out)
+        # What each module's forward left alive: saved for backward (train); in inference, the
+        # outputs that outlive the forward, e.g. every layer's KV cache (``use_cache``).
+        by_module = _fwd_by_module(recorder)
         if train:
             saved = recorder.live_by(0)
             activations_bytes = saved.get("fwd", 0)
-            by_module = _fwd_by_module(recorder)
             with tracker, recorder:
                 recorder.phase = "backward"
                 grads = torch.autograd.grad(loss, trainable, allow_unused=True)
             grads_bytes = _unique_bytes(g for g in grads if g is not None)
         else:
             # Inference keeps nothing for backward: what counts is the largest live set.
-            activations_bytes = recorder.memory.peak - weights_bytes - inputs_bytes
-            by_module = {}
+            activations_bytes = (max([recorder.memory.peak, *pre_block_peak]) - weights_bytes
+                                 - inputs_bytes)
             grads_bytes = 0
         live_after = recorder.memory.total
-        peak = recorder.memory.peak
+        block_peak = recorder.memory.peak if pre_block_peak else 0
+        peak = max([recorder.memory.peak, *pre_block_peak])
         max_param = max((t.numel() * t.element_size() for t in trainable), default=0)
         del out
         recorder.detach_all()
     block_act = sum(v for k, v in by_module.items() if is_block_module(k, plan))
+    if not train:
+        by_module = {}
     traced_dtype = float_dtype or (autocast_dtype if path != "meta" else None)
     compute_dtype = str(traced_dtype or _param_dtype(model)).removeprefix("torch.")
     return TraceResult(
@@ -188,6 +207,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         grads_bytes=grads_bytes, peak_bytes=peak, live_after_step_bytes=live_after,
         max_param_bytes=max_param, block_activation_bytes=block_act,
         block_output_bytes=block_out[0] if block_out else 0,
+        block_peak_bytes=block_peak,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
     )
 

@@ -182,7 +182,8 @@ def _config_from_row(row: Any) -> ParallelConfig:
                           pp_degree=int(row["pp"]), zero_stage=int(row["zero_stage"]),
                           offload=bool(row["offload"]), checkpointing=str(row["checkpointing"]),
                           grad_accum_steps=int(row["grad_accum_steps"]),
-                          num_microbatches=int(row["num_microbatches"]))
+                          num_microbatches=int(row["num_microbatches"]),
+                          ep_degree=int(row.get("ep", 1)))
 
 
 def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
@@ -215,9 +216,10 @@ def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConf
     if advice:
         notes.append(advice)
     if "ep" in parallel.columns and (parallel["ep"] > 1).any():
-        # Expert-parallel rows are estimates on top of a base plan, and the prediction and code
-        # of the report are built from a ParallelConfig, which has no EP: use the best plan
-        # without EP there and name the EP one.
+        # Expert-parallel rows are estimates on top of a base plan. A ParallelConfig carries
+        # ep_degree and Predictor.plan predicts it, but the recommendations' memory arithmetic
+        # and code templates have no EP yet: use the best plan without EP for the report and
+        # name the EP one.
         top = parallel.iloc[0]
         if top["ep"] > 1 and top["fits"]:
             notes.append(f"{top['strategy']} ranks first (expert parallel over {top['ep']} "

@@ -51,11 +51,13 @@ from .predictor import Predictor, layout
 
 __all__ = ["DEFAULT_NIC_GBS_PER_NODE", "ExpertPlan", "all_to_all_step_s", "check_ep_degrees",
            "check_moe_imbalance", "ep_label", "expert_parallel_memory", "expert_plans",
-           "hot_device_load", "nic_bandwidth_per_device_gbs", "predict_expert_plan"]
+           "hot_device_load", "nic_bandwidth_per_device_gbs", "predict_expert_config",
+           "predict_expert_plan"]
 
-#: NIC bandwidth of one node, GB/s per direction: a DGX H100 has eight ConnectX-7 adapters of
-#: 400 Gb/s InfiniBand NDR, one per GPU (NVIDIA DGX H100 user guide), 8 x 50 GB/s. A stand-in
-#: until the fabric table gives per-cluster figures.
+#: NIC bandwidth of one node, GB/s per direction: a DGX H100's compute fabric is eight
+#: ConnectX-7 ports of 400 Gb/s InfiniBand NDR, one per GPU (NVIDIA DGX H100 User Guide, sec.
+#: 1.2.3 "Network Modules"), 8 x 50 GB/s. A stand-in until the fabric table gives per-cluster
+#: figures.
 DEFAULT_NIC_GBS_PER_NODE = 400.0
 
 #: Alpha-beta latency of the data-parallel collectives in the gradient-sync ratio, seconds.
@@ -157,12 +159,9 @@ def check_ep_degrees(prof: ModelProfile, ep_degrees: Any, *, num_devices: int) -
 
 
 def ep_label(config: ParallelConfig, ep: int) -> str:
-    """The base label with ``ep<N>`` after the data/tensor/pipeline parts: ``fsdp+ep8+ckpt``."""
-    parts = config.label.split("+")
-    tactics = [i for i, p in enumerate(parts)
-               if p in ("offload", "ckpt", "sel-ckpt") or p.startswith("accum")]
-    at = tactics[0] if tactics else len(parts)
-    return "+".join([*parts[:at], f"ep{ep}", *parts[at:]])
+    """The base label with ``ep<N>`` after the data/tensor/pipeline parts: ``fsdp+ep8+ckpt``
+    (:attr:`ParallelConfig.label` with ``ep_degree=ep``)."""
+    return replace(config, ep_degree=ep).label
 
 
 def _expert_states(prof: ModelProfile, config: ParallelConfig, *, precision: str,
@@ -311,25 +310,54 @@ def predict_expert_plan(prof: ModelProfile, plan: ExpertPlan, spec: HardwareSpec
                         nic_gbs_per_node: float = DEFAULT_NIC_GBS_PER_NODE
                         ) -> tuple[Prediction | None, str]:
     """The base plan's prediction adjusted for EP (see the module docstring), or why none."""
-    outcome = predictor.plan(prof, spec, precision=precision, parallel=plan.config)
+    return _predict_ep(prof, plan.config, plan.ep, spec, precision=precision,
+                       micro_batch=plan.micro_batch, predictor=predictor, imbalance=imbalance,
+                       nic_gbs_per_node=nic_gbs_per_node)
+
+
+def predict_expert_config(prof: ModelProfile, config: ParallelConfig, spec: HardwareSpec, *,
+                          precision: str, predictor: Predictor, imbalance: float | None = None,
+                          nic_gbs_per_node: float = DEFAULT_NIC_GBS_PER_NODE
+                          ) -> tuple[Prediction | None, str]:
+    """:func:`predict_expert_plan` for a :class:`ParallelConfig` with ``ep_degree`` > 1: its
+    base (the same config with ``ep_degree=1``) predicted, then adjusted for EP; ``imbalance``
+    defaults to the profile's own. Returns ``(None, reason)`` when the model cannot use it."""
+    ep, moe = config.ep_degree, prof.moe
+    if moe is None:
+        return None, (f"{config.label} needs a mixture-of-experts model: this profile has no "
+                      "MoE layers (use ep_degree=1)")
+    if moe.num_experts % ep:
+        return None, (f"{config.label} cannot split {moe.num_experts} experts over {ep} "
+                      f"devices (expected an ep_degree that divides {moe.num_experts})")
+    base = replace(config, ep_degree=1)
+    return _predict_ep(prof, base, ep, spec, precision=precision,
+                       micro_batch=layout(base, prof.batch_size).micro_batch,
+                       predictor=predictor, imbalance=check_moe_imbalance(prof, imbalance),
+                       nic_gbs_per_node=nic_gbs_per_node)
+
+
+def _predict_ep(prof: ModelProfile, c: ParallelConfig, ep: int, spec: HardwareSpec, *,
+                precision: str, micro_batch: int, predictor: Predictor, imbalance: float,
+                nic_gbs_per_node: float) -> tuple[Prediction | None, str]:
+    outcome = predictor.plan(prof, spec, precision=precision, parallel=c)
     base = outcome.prediction
     if base is None:
         return None, outcome.reason
-    c, moe = plan.config, prof.moe
-    a2a = all_to_all_step_s(prof, c, plan.ep, spec, precision=precision,
-                            micro_batch=plan.micro_batch, nic_gbs_per_node=nic_gbs_per_node)
+    moe = prof.moe
+    a2a = all_to_all_step_s(prof, c, ep, spec, precision=precision,
+                            micro_batch=micro_batch, nic_gbs_per_node=nic_gbs_per_node)
     comm = base.communication_s
     if prof.mode == "train" and c.tp_degree == 1 and c.pp_degree == 1:
-        comm *= sync_ratio(prof, c, plan.ep, spec, nic_gbs_per_node=nic_gbs_per_node)
+        comm *= sync_ratio(prof, c, ep, spec, nic_gbs_per_node=nic_gbs_per_node)
     # Expert GEMM share of the compute: FLOPs per token follow the active parameters.
     active_experts = moe.expert_params * moe.top_k / moe.num_experts
     expert_share = active_experts / prof.num_active_params if prof.num_active_params else 0.0
-    extra = base.compute_s * expert_share * (hot_device_load(moe.num_experts, plan.ep,
+    extra = base.compute_s * expert_share * (hot_device_load(moe.num_experts, ep,
                                                              imbalance) - 1.0)
     delta = a2a + extra + comm - base.communication_s
     step = base.step_time_s + delta
     samples = base.throughput * base.step_time_s
-    note = (f"expert parallel over {plan.ep} devices: {moe.num_experts // plan.ep} experts "
+    note = (f"expert parallel over {ep} devices: {moe.num_experts // ep} experts "
             f"per device, all-to-all {a2a * 1e3:.3g} ms per step (NVLink "
             f"{intra_bandwidth_gbs(spec):g} GB/s, NIC {nic_gbs_per_node:g} GB/s per node, "
             "not overlapped); an estimate on top of the base plan's prediction")

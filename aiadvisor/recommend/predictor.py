@@ -122,6 +122,11 @@ class Predictor:
                 parallel: ParallelConfig | None = None) -> Outcome:
         """The cost model on ``step_prof`` as a whole step (global batch)."""
         parallel = parallel or ParallelConfig()
+        if parallel.ep_degree > 1:
+            # The all-to-all depends on the per-device batch, which a whole step's profile
+            # does not carry: refuse rather than predict the plan without EP.
+            return Outcome(None, f"{parallel.label}: expert-parallel plans are predicted "
+                                 "from the per-device profile (Predictor.plan)")
         key = (id(step_prof), spec.name, id(spec), precision, parallel)
         hit = self._cache.get(key)
         if hit is None or hit[0] is not step_prof:
@@ -158,7 +163,17 @@ class Predictor:
 
     def plan(self, prof: ModelProfile, spec: HardwareSpec, *, precision: str,
              parallel: ParallelConfig) -> Outcome:
-        """The cost model when each device of ``parallel`` contributes ``prof``'s batch."""
+        """The cost model when each device of ``parallel`` contributes ``prof``'s batch.
+
+        An expert-parallel config (``ep_degree`` > 1) is its base plan's prediction adjusted
+        for EP (:func:`~aiadvisor.recommend.expert_parallel.predict_expert_config`, balanced
+        routing unless the profile says otherwise), as in :func:`aa.plan_parallel`'s EP rows.
+        """
+        if parallel.ep_degree > 1:
+            from .expert_parallel import predict_expert_config
+
+            return Outcome(*predict_expert_config(prof, parallel, spec, precision=precision,
+                                                  predictor=self))
         try:
             step = self.step_profile(prof, parallel)
         except AIAdvisorError as exc:  # a profile without scaling traces cannot be rescaled

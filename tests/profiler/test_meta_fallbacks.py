@@ -85,6 +85,19 @@ def test_speech_models_train_on_meta_through_a_random_copy(config_cls, model_cls
     assert all(p.is_meta for p in list(model.parameters())[1:])  # the user's model untouched
 
 
+def test_random_copy_counts_every_layer_despite_layerdrop():
+    # wav2vec2's default layerdrop 0.1 skips layers at random in training: the copy traces
+    # them all (the user's config keeps its 0.1), so the count is FlopCounterMode's with 0.
+    model, cfg = _on_meta("Wav2Vec2Config", "Wav2Vec2Model", **{**SPEECH, "layerdrop": 0.1})
+    inputs = {"input_values": torch.zeros(1, 400)}
+    prof = aa.profile(model, inputs, mode="train", scaling=False)
+    assert model.config.layerdrop == 0.1
+    assert any("layerdrop=0.1 was set to 0" in n for n in prof.notes)
+    cfg.layerdrop = 0.0
+    assert prof.flops_forward == pytest.approx(
+        _flop_count("Wav2Vec2Model", cfg, inputs, train=True), rel=1e-3)
+
+
 def test_longformer_on_meta_through_a_random_copy():
     model, cfg = _on_meta("LongformerConfig", "LongformerModel", hidden_size=64,
                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,

@@ -180,3 +180,47 @@ def test_advice_builds_its_prediction_from_the_best_plan_without_ep(mixtral_infe
     # The first plan without EP in that order is DDP over the 16 devices.
     assert (config.dp_degree, config.tp_degree, fits) == (16, 1, True)
     assert any(n.startswith(f"{ep_first.iloc[0]['strategy']} ranks first") for n in notes)
+
+
+# --- ParallelConfig.ep_degree -----------------------------------------------------------------
+def test_ep_degree_must_divide_the_data_parallel_degree():
+    assert ParallelConfig(dp_degree=8, ep_degree=4).num_devices == 8  # EP adds no devices
+    # 6 data-parallel ranks split into expert groups of 1, 2, 3 or 6, never 4.
+    with pytest.raises(InvalidArgumentError, match=r"ep_degree=4 .* dp_degree=6.* 1, 2, 3, 6"):
+        ParallelConfig(dp_degree=6, ep_degree=4)
+    with pytest.raises(InvalidArgumentError, match="ep_degree=0"):
+        ParallelConfig(ep_degree=0)
+
+
+def test_ep_config_labels_and_rows_round_trip(mixtral_infer):
+    from aiadvisor.recommend.assemble import _config_from_row
+
+    assert ParallelConfig(dp_degree=8, zero_stage=3, ep_degree=8,
+                          checkpointing="full").label == "fsdp+ep8+ckpt"
+    df = aa.plan_parallel(mixtral_infer, hardware="H100 SXM", num_devices=16)
+    for _, row in df.iterrows():
+        config = _config_from_row(row)
+        assert config.ep_degree == row["ep"] and config.label == row["strategy"]
+
+
+def test_predictor_plans_an_ep_config_as_the_tables_ep_row(mixtral_infer):
+    df = aa.plan_parallel(mixtral_infer, hardware="H100 SXM", num_devices=16)
+    spec = aa.hardware.get("H100 SXM")
+    ep8 = Predictor().plan(mixtral_infer, spec, precision="bf16",
+                           parallel=ParallelConfig(dp_degree=16, ep_degree=8)).prediction
+    ddp = Predictor().plan(mixtral_infer, spec, precision="bf16",
+                           parallel=ParallelConfig(dp_degree=16)).prediction
+    assert ep8.step_time_s == pytest.approx(_row(df, "ddp+ep8")["step_time_s"], rel=1e-12)
+    # The four all-to-alls worked out in test_ep_inference_step_adds_the_all_to_all_by_hand.
+    per_call = ALL_TO_ALL_ALPHA_S + 16384 * 7 / 8 / 450e9
+    assert ep8.step_time_s - ddp.step_time_s == pytest.approx(4 * per_call, rel=1e-6)
+
+
+def test_ep_config_on_a_dense_model_or_a_whole_step_has_no_prediction():
+    prof = make_profile(num_params=1_000_000, batch_size=1)
+    out = Predictor().plan(prof, H100, precision="bf16",
+                           parallel=ParallelConfig(dp_degree=8, ep_degree=8))
+    assert out.prediction is None and "mixture-of-experts" in out.reason
+    out = Predictor().outcome(prof, H100, precision="bf16",
+                              parallel=ParallelConfig(dp_degree=8, ep_degree=8))
+    assert out.prediction is None and "Predictor.plan" in out.reason
