@@ -163,7 +163,8 @@ def _config_from_row(row: Any) -> ParallelConfig:
                           pp_degree=int(row["pp"]), zero_stage=int(row["zero_stage"]),
                           offload=bool(row["offload"]), checkpointing=str(row["checkpointing"]),
                           grad_accum_steps=int(row["grad_accum_steps"]),
-                          num_microbatches=int(row["num_microbatches"]))
+                          num_microbatches=int(row["num_microbatches"]),
+                          virtual_stages=int(row.get("virtual_stages", 1)))
 
 
 def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
