@@ -26,6 +26,39 @@ class DecoderConfig:
     style: str = "gpt2"
     """gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU)."""
     causal: bool = True
+    attention: str = "sdpa"
+    """sdpa (``F.scaled_dot_product_attention``: a fused, flash-style kernel where one runs) or
+    explicit (Megatron-LM's path before FlashAttention, 2022: a batched scores GEMM with the
+    ``1/sqrt(d)`` scale folded in, a masked softmax over the full ``t x s`` scores held in
+    memory, then the values GEMM), for models trained on such stacks."""
+
+    def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_KINDS:
+            raise InvalidArgumentError(
+                f"DecoderConfig.attention={self.attention!r} is not valid: expected one of "
+                f"{', '.join(ATTENTION_KINDS)}."
+            )
+
+
+ATTENTION_KINDS = ("sdpa", "explicit")
+
+
+def _explicit_attention(q, k, v, mask, causal: bool):
+    """Attention as Megatron-LM ran it before FlashAttention: ``baddbmm`` (scale folded into
+    the GEMM), the (masked) softmax over scores held in memory, ``bmm`` with the values."""
+    import torch
+
+    b, h, t, d = q.shape
+    s_len = k.shape[2]
+    qf, kf, vf = (z.reshape(b * h, -1, d) for z in (q, k, v))
+    scores = torch.baddbmm(torch.empty(b * h, t, s_len, dtype=q.dtype, device=q.device),
+                           qf, kf.transpose(1, 2), beta=0.0, alpha=d ** -0.5)
+    if mask is None and causal:
+        mask = torch.ones(t, s_len, dtype=torch.bool, device=q.device).tril(s_len - t)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return torch.bmm(probs, vf).view(b, h, t, d)
 
 
 def _build_decoder(cfg: DecoderConfig):
@@ -66,7 +99,10 @@ def _build_decoder(cfg: DecoderConfig):
                 s_len = k.shape[2]
                 causal = False
                 mask = torch.ones(t, s_len, dtype=torch.bool, device=x.device).tril(s_len - t)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+            if cfg.attention == "explicit":
+                y = _explicit_attention(q, k, v, mask, causal)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
             return self.o_proj(y.transpose(1, 2).reshape(b, t, -1)), cache
 
     class MLP(nn.Module):
