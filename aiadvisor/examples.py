@@ -29,8 +29,8 @@ class DecoderConfig:
     attention: str = "sdpa"
     """sdpa (``F.scaled_dot_product_attention``: a fused, flash-style kernel where one runs) or
     explicit (Megatron-LM's path before FlashAttention, 2022: a batched scores GEMM with the
-    ``1/sqrt(d)`` scale folded in, a masked softmax over the full ``t x s`` scores held in
-    memory, then the values GEMM), for models trained on such stacks."""
+    ``1/sqrt(d)`` scale and the mask folded in, one softmax pass over the full ``t x s``
+    scores held in memory, then the values GEMM), for models trained on such stacks."""
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_KINDS:
@@ -44,20 +44,26 @@ ATTENTION_KINDS = ("sdpa", "explicit")
 
 
 def _explicit_attention(q, k, v, mask, causal: bool):
-    """Attention as Megatron-LM ran it before FlashAttention: ``baddbmm`` (scale folded into
-    the GEMM), the (masked) softmax over scores held in memory, ``bmm`` with the values."""
+    """Attention as Megatron-LM ran it before FlashAttention: one ``baddbmm`` adding the mask
+    as a bias (``-inf`` where a token may not look) with the ``1/sqrt(d)`` scale folded in, one
+    softmax pass in the scores' own 16-bit type (its fused scale-mask-softmax kernel), then
+    ``bmm`` with the values. The ``t x s`` scores and probabilities live in memory."""
     import torch
 
     b, h, t, d = q.shape
     s_len = k.shape[2]
     qf, kf, vf = (z.reshape(b * h, -1, d) for z in (q, k, v))
-    scores = torch.baddbmm(torch.empty(b * h, t, s_len, dtype=q.dtype, device=q.device),
-                           qf, kf.transpose(1, 2), beta=0.0, alpha=d ** -0.5)
     if mask is None and causal:
         mask = torch.ones(t, s_len, dtype=torch.bool, device=q.device).tril(s_len - t)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    probs = torch.softmax(scores, dim=-1)
+    if mask is None:
+        bias, beta = torch.zeros(1, 1, 1, dtype=q.dtype, device=q.device), 0.0
+    else:
+        bias = torch.zeros(1, t, s_len, dtype=q.dtype, device=q.device).masked_fill(
+            ~mask, float("-inf"))
+        beta = 1.0
+    scores = torch.baddbmm(bias, qf, kf.transpose(1, 2), beta=beta, alpha=d ** -0.5)
+    # dtype= keeps the softmax in the scores' type under autocast (which would run it in fp32).
+    probs = torch.softmax(scores, dim=-1, dtype=scores.dtype)
     return torch.bmm(probs, vf).view(b, h, t, d)
 
 

@@ -44,6 +44,19 @@ def test_explicit_attention_traces_the_scores_in_memory():
     assert total("aten.baddbmm", "flops") == 2 * 65_536           # two layers
     assert total("aten._softmax", "bytes_read") == 2 * 8192
     assert total("aten._softmax", "bytes_written") == 2 * 8192
+    # The causal mask is a 16 x 16 bias folded into the scores GEMM, not a pass over the
+    # scores: only 16 x 16 x 4 = 1,024 bytes written per layer besides them.
+    assert total("aten.masked_fill", "bytes_written") == 2 * 1024
+
+
+def test_explicit_softmax_stays_16_bit_under_autocast():
+    # Megatron's fused softmax runs in fp16/bf16: 2 bytes per score, 2 x 4 x 16 x 16 x 2.
+    _, explicit = _pair()
+    prof = aa.profile(explicit, torch.zeros(2, 16, dtype=torch.long), mode="train",
+                      precision="bf16")
+    soft = [o for o in prof.ops if (o.op, o.phase) == ("aten._softmax", "forward")]
+    assert {o.dtype for o in soft} == {"bfloat16"}
+    assert sum(o.bytes_written for o in soft) == 2 * 4096
 
 
 def test_bad_attention_kind_names_the_choices():
