@@ -52,7 +52,9 @@ def _explicit_attention(q, k, v, mask, causal: bool):
 
     b, h, t, d = q.shape
     s_len = k.shape[2]
-    qf, kf, vf = (z.reshape(b * h, -1, d) for z in (q, k, v))
+    # One copy each into (batch x heads, tokens, dim) at every batch size: ``reshape`` would
+    # copy only when batch > 1, and the profiler's batch scaling would count that wrongly.
+    qf, kf, vf = (z.contiguous().view(b * h, -1, d) for z in (q, k, v))
     if mask is None and causal:
         mask = torch.ones(t, s_len, dtype=torch.bool, device=q.device).tril(s_len - t)
     if mask is None:

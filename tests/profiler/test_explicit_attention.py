@@ -62,3 +62,18 @@ def test_explicit_softmax_stays_16_bit_under_autocast():
 def test_bad_attention_kind_names_the_choices():
     with pytest.raises(InvalidArgumentError, match="sdpa, explicit"):
         DecoderConfig(attention="flash", **CFG)
+
+
+def test_explicit_attention_copies_do_not_depend_on_the_batch():
+    # q, k and v are copied into (batch x heads, tokens, dim) once per layer whatever the batch
+    # (a reshape would be a free view at batch 1 only): 3 x 2 layers forward at batch 1 and 3,
+    # each copy batch x 16 x 64 x 4 bytes.
+    _, explicit = _pair()
+    counts = []
+    for batch in (1, 3):
+        prof = aa.profile(explicit, torch.zeros(batch, 16, dtype=torch.long), mode="train")
+        attn = [o for o in prof.ops if (o.op, o.phase) == ("aten.clone", "forward")
+                and o.module.endswith("attn")]
+        counts.append(sum(o.count for o in attn))
+        assert sum(o.bytes_written for o in attn) >= 6 * batch * 16 * 64 * 4
+    assert counts[0] == counts[1]
