@@ -4,14 +4,18 @@
 Published figures come from the papers named per row (held-out validation: nothing in the
 cost model was fitted or tuned to them; the fabric efficiencies are the table's NCCL/vendor
 figures). Each row is predicted with the layout, batch and network the paper describes
-(what the paper leaves open is marked "assumed" in the row's notes).
+(what the paper leaves open is marked "assumed" in the row's notes): TP/PP/DP degrees, ZeRO
+stage, global batch and micro-batches, sequence length, activation recompute, Llama 3's
+interleaved pipeline (virtual stages; its count assumed) and, for the runs of 2021-22 that
+predate FlashAttention (NeoX, BLOOM, OPT, MT-NLG), attention as Megatron ran it then
+(``DecoderConfig(attention="explicit")``: the full score matrix in memory).
 
 Comparison unit: the figure the paper reports. Tokens/s/GPU rows compare directly; TFLOP/s
 rows convert predicted tokens/s with the paper's own FLOPs convention: ``model`` = (6 N + 12 l
 h s) per token (PaLM's and Llama 3's MFU), ``hfu`` = the same x 4/3 (Megatron-DeepSpeed's
 formula counts the recomputed forward under full activation checkpointing).
 
-Usage: ``python bench/costmodel_multinode.py`` (about a minute: profiles 8 models on meta).
+Usage: ``python bench/costmodel_multinode.py`` (about 40 s: profiles 8 models on meta).
 """
 
 from __future__ import annotations
@@ -283,19 +287,27 @@ def main() -> int:
 
 EXPLANATION = """
 Reading the misses (columns above: comm = exposed communication share of the predicted step,
-bubble = the 1F1B pipeline idle fraction (pp - 1) / (m + pp - 1), MFU = predicted model FLOPs
-utilisation):
-- Rows predicted too fast with a small comm share are not network misses: the predicted
-  compute (GEMM/attention efficiency of the single-GPU curves, no framework or host overhead
-  for these 2021-22 Megatron-DeepSpeed / fairseq stacks) is faster than those runs achieved.
-- Llama 3 rows: the layout has no virtual (interleaved) pipeline stages, so the bubble is that
-  of plain 1F1B; Llama 3 ran an interleaved schedule, whose bubble is smaller. The paper's
-  virtual-stage count is not used here (not taken from the source), so the miss stays.
-- PaLM: PaLM shards weights within a pod and replicates them across its 2 pods; ZeRO-3 over all
-  512 data-parallel ranks cannot express that hybrid, and TPU v4 lacks an ICI figure in the
-  catalog (see the line under the row), so its 12-way model parallel is costed on a slow link.
-- Figures marked "as recalled" were not confirmed with the search tool; conventions (whether a
-  TFLOP/s figure counts the recomputed forward) follow each paper's logging code where known.
+bubble = the pipeline idle fraction (pp - 1) / (v m + pp - 1), v = virtual stages,
+MFU = predicted model FLOPs utilisation):
+- The four 2021-22 A100 rows (NeoX, BLOOM, OPT, MT-NLG) are still predicted 19-42 % too fast
+  with communication only 6-18 % of the step, so the miss is compute-side. What their papers
+  state is modelled (full recompute, layouts, micro-batches, and attention without
+  FlashAttention, which took 2-15 % off them: NeoX most, 32 heads of 2048 x 2048 scores per
+  rank at micro-batch 4). Not modelled: attention/hidden dropout (OPT's 0.1), the framework
+  and host overhead of those stacks; the single-GPU GEMM curves were not measured on a
+  2021-22 Megatron-DeepSpeed / fairseq build. Several of their configurations
+  are as recalled (see each row's notes), not re-read.
+- Llama 3 rows: interleaved with v = 2 (assumed; the paper's count was not retrieved); the
+  line per row above shows v = 1 / 2 / 4, so the reader sees how much of the 16K miss is the
+  bubble. The 16K row at v = 2 is 12 % low: its 16 micro-batches per replica leave a 32 %
+  bubble that a larger v would shrink.
+- PaLM: TPU v4 now has an ICI figure (1.1 PB/s all-reduce per pod / 4096 chips, derived from
+  Google's page), so its 12-way model parallel runs on ICI; PaLM's hybrid (weights sharded in
+  a pod, replicated across its 2 pods) is still costed as ZeRO-3 over all 512 data-parallel
+  ranks, and its partial rematerialisation (HFU 57.8 % / MFU 46.2 % = 1.25, full recompute
+  would be 1.33) as full.
+- Conventions: hfu rows count the recomputed forward as Megatron-DeepSpeed / GPT-NeoX log it
+  (factor 4); model rows (PaLM, Llama 3) do not.
 Nothing here was fitted to these rows; fabric efficiencies are the fabric table's figures.
 """
 
