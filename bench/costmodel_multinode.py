@@ -294,8 +294,11 @@ MFU = predicted model FLOPs utilisation):
   state is modelled (full recompute, layouts, micro-batches, and attention without
   FlashAttention, which took 2-15 % off them: NeoX most, 32 heads of 2048 x 2048 scores per
   rank at micro-batch 4). Not modelled: attention/hidden dropout (OPT's 0.1), the framework
-  and host overhead of those stacks; the single-GPU GEMM curves were not measured on a
-  2021-22 Megatron-DeepSpeed / fairseq build. Several of their configurations
+  and host overhead of those stacks; pipeline stage imbalance (the cost model paces a
+  pipeline by the average stage; the stage holding the LM head and loss is slower: by the
+  profiles' FLOPs, slowest / average stage 1.04 for NeoX, 1.07 for MT-NLG, 1.08 for BLOOM if
+  its embeddings count as layers in the partition, 1.25 if not); the single-GPU GEMM curves
+  were not measured on a 2021-22 Megatron-DeepSpeed / fairseq build. Several of their configurations
   are as recalled (see each row's notes), not re-read.
 - Llama 3 rows: interleaved with v = 2 (assumed; the paper's count was not retrieved); the
   line per row above shows v = 1 / 2 / 4, so the reader sees how much of the 16K miss is the
