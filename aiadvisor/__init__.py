@@ -21,6 +21,7 @@ _LAZY = {
     "advise": ("aiadvisor.api", "advise"),
     "profile_for_advice": ("aiadvisor.api", "profile_for_advice"),
     "verify": ("aiadvisor.verify", "verify"),
+    "verify_plan": ("aiadvisor.verify", "verify_plan"),
     "profile_generation": ("aiadvisor.serving", "profile_generation"),
     "predict_generation": ("aiadvisor.serving", "predict_generation"),
     "plan_serving": ("aiadvisor.serving", "plan_serving"),
@@ -40,7 +41,7 @@ _SUBMODULES = ("hardware",)
 __all__ = [
     "AIAdvisorError", "__version__",
     "profile", "predict", "plan_parallel", "advise", "profile_for_advice", "verify",
-    "profile_generation", "predict_generation", "plan_serving",
+    "verify_plan", "profile_generation", "predict_generation", "plan_serving",
     "Report", "ModelProfile", "HardwareSpec", "Prediction", "Recommendation",
     "KVCacheLayout", "GenerationProfile", "GenerationPrediction",
     "hardware",

@@ -66,7 +66,10 @@ class Report:
     parallel : pandas.DataFrame
         :func:`aiadvisor.plan_parallel` for the chosen device and number of devices.
     recommendations : list of Recommendation
-        Tactics that fired, each with its trigger, predicted gain and code.
+        The steps of :attr:`plan` in order, each with its trigger, predicted gain on top of
+        the steps before it and code.
+    plan : pandas.DataFrame
+        The recommendations as a stacked plan (see :attr:`plan`).
     prediction : Prediction or None
         The cost model on the chosen device, precision and plan.
     hardware_spec : HardwareSpec
@@ -122,6 +125,17 @@ class Report:
         (:meth:`serving_recommendations`), then the tactics for the prompt forward."""
         serving = self.serving_recommendations() if self._serving is not None else []
         return serving + list(self._advice.recommendations)
+
+    @property
+    def plan(self):
+        """The recommendations as an ordered plan: one row per step with its speedup on top of
+        the steps before (``speedup_step``), the product so far (``speedup_cumulative``), its
+        memory effect, the memory per device after it and what triggered it; mutually
+        exclusive choices are one step with their ``alternatives``. ``attrs`` hold the step
+        as you run it (``baseline_step_time_s``, ``baseline_memory_bytes``) and the tactics
+        not offered, with why (``skipped``: already applied, or under 3 %). Predicted by the
+        cost model, not measured (``aa.verify_plan`` measures on the attached device)."""
+        return self._advice.plan
 
     @property
     def prediction(self) -> Prediction | None:
@@ -324,7 +338,8 @@ class Report:
         network_for(spec, fabric=self._predictor.fabric, node_size=self._predictor.node_size,
                     num_devices=options.get("num_devices") or 1)
         advice = compute(self._base, spec=spec, specs=self._specs, options=options,
-                         names=self._names, predictor=self._predictor)
+                         names=self._names, predictor=self._predictor,
+                         applied=self._advice.applied)
         return Report(advice=advice, base=self._base, names=self._names, spec=spec,
                       specs=self._specs, predictor=self._predictor, serving=self._serving)
 
@@ -339,6 +354,7 @@ class Report:
             "prediction": prediction_dict(self.prediction),
             "notes": self.notes,
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
+            "plan": {"steps": self.plan.to_dict(orient="records"), **self.plan.attrs},
             "hardware": self.hardware.to_dict(orient="records"),
             "precision": self.precision.to_dict(orient="records"),
             "parallel": self.parallel.to_dict(orient="records"),
@@ -423,9 +439,9 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
            precision: str | None = None, batch_size: int | None = None,
            seq_len: int | None = None, budget_usd_per_hour: float | None = None,
            price: Any = None, model_name: str = "model", inputs_name: str = "x",
-           optimizer_name: str = "optimizer", optimizer: str | None = None,
+           optimizer_name: str = "optimizer", optimizer: Any = None,
            measure: bool | None = None, fabric: str | dict | None = None,
-           node_size: int | None = None) -> Report:
+           node_size: int | None = None, dataloader: Any = None) -> Report:
     """Profile ``model`` on ``example_inputs`` and advise on hardware, precision and parallelism.
 
     Parameters
@@ -468,10 +484,11 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         it used, its source and its date.
     model_name, inputs_name, optimizer_name : str
         The variable names the generated code uses (validated Python identifiers).
-    optimizer : str, optional
+    optimizer : str or torch.optim.Optimizer, optional
         The optimizer to account for: adamw, adam, sgd, sgd_momentum or none (None:
         ``"adamw"`` for a live model, the profile's own for a profile; inference profiles
-        have ``"none"``).
+        have ``"none"``). The user's own AdamW, Adam or SGD instance works too: its update
+        rule is read from its class, and a ``fused``/``foreach`` one is not told to fuse.
     measure : bool, optional
         Also time real steps on the attached device (see :func:`aiadvisor.profile`; None:
         False). With a profile, ``measure=True`` needs one captured with ``measure=True``.
@@ -483,6 +500,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     node_size : int, optional
         Devices per node; ``num_devices`` must then fill whole nodes. Both stay fixed for
         :meth:`Report.with_options`.
+    dataloader : torch.utils.data.DataLoader, optional
+        The user's loader: with ``pin_memory=True`` and workers, the plan does not offer
+        them again.
+
+    Tactics the model already uses (fused attention, a fused/foreach optimizer,
+    channels_last weights, a compiled model, gradient checkpointing, the loader's pinned
+    memory and workers, the TF32 switch) are detected (:mod:`aiadvisor.recommend.applied`)
+    and left out of the plan; ``report.plan.attrs["skipped"]`` says which and why.
 
     Returns
     -------
@@ -506,11 +531,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     """
     from .hardware import all_specs
     from .hardware.fabrics import network_for
+    from .recommend.applied import detect
+    from .recommend.applied import optimizer_name as _optimizer_name
     from .recommend.assemble import check_options, compute
     from .recommend.predictor import Predictor
 
     names = CodeNames(model=model_name, inputs=inputs_name, optimizer=optimizer_name,
                       call_style=_call_style(example_inputs))
+    optimizer_object, optimizer = optimizer, _optimizer_name(optimizer)
     options = {"num_devices": num_devices, "precision": precision, "batch_size": batch_size,
                "seq_len": seq_len, "budget_usd_per_hour": budget_usd_per_hour, "price": price}
     check_options(options)
@@ -528,13 +556,15 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         base = profile_for_advice(model, example_inputs, mode=mode or "train",
                                   precision=precision, optimizer=optimizer or "adamw",
                                   measure=_check_measure(measure), model_name=model_name)
+    applied = detect(model, optimizer=optimizer_object,
+                     dataloader=dataloader, profile=base)
     spec = _resolve_hardware(hardware)
     # Bad network input raises here, with the choices, before any prediction swallows it.
     network_for(spec, fabric=fabric, node_size=node_size, num_devices=num_devices or 1)
     specs = all_specs()
     predictor = Predictor(fabric=fabric, node_size=node_size)
     advice = compute(base, spec=spec, specs=specs, options=options, names=names,
-                     predictor=predictor)
+                     predictor=predictor, applied=applied)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
                   predictor=predictor, serving=serving)
 

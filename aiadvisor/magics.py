@@ -142,7 +142,7 @@ def _choices(values: tuple[str, ...]) -> str:
     return "one of " + ", ".join(map(repr, values))
 
 _OPTIONS = ("--mode", "--batch", "--seq", "--hardware", "--devices", "--precision", "--insert",
-            "--verify", "--fabric", "--node-size")
+            "--verify", "--fabric", "--node-size", "--verify-plan")
 
 
 @magics_class
@@ -244,6 +244,9 @@ class Advisor(Magics):
     @argument("--verify", action="store_true",
               help="Re-measure the last %%advise model (or MODEL INPUTS) on the attached device "
                    "and show predicted vs measured step time and peak memory.")
+    @argument("--verify-plan", action="store_true",
+              help="Apply the last report's plan step by step to copies of its model on the "
+                   "attached device and show predicted vs measured speedup per step.")
     @line_magic
     def advise(self, line: str = "") -> None:
         """Profile a model on an example batch and show where its time and memory go.
@@ -263,6 +266,7 @@ class Advisor(Magics):
             %advise llm input_ids --mode generate --hardware "NVIDIA L4"   # serving
             %advise --insert 2          # code of recommendation 2 in a new cell below
             %advise --verify --precision bf16   # after applying bf16 autocast: measure it
+            %advise --verify-plan       # the last plan, applied and timed step by step
             %config Advisor.default_mode = "infer"
 
         ``--verify`` closes the loop: it re-runs the last ``%advise`` model (looked up by name
@@ -273,6 +277,9 @@ class Advisor(Magics):
         """
         args = _parse(self.advise, line)
         with _short_errors():
+            if args.verify_plan:
+                self._verify_plan()
+                return
             if args.verify:
                 self._verify(args)
                 return
@@ -331,6 +338,21 @@ class Advisor(Magics):
         from .verify import verify
 
         result = verify(model, inputs, mode=mode, precision=precision, model_name=model_name)
+        self.last_verification = result
+        display({"text/html": result._repr_html_(), "text/plain": str(result)}, raw=True)
+
+    def _verify_plan(self) -> None:
+        report = getattr(self.last_view, "report", self.last_view)
+        if report is None or self.last_call is None:
+            raise UsageError("There is no plan yet: run `%advise MODEL INPUTS --hardware local` "
+                             "first.")
+        model_name, inputs_name, _ = self.last_call
+        from IPython.display import display
+
+        from .verify import verify_plan
+
+        result = verify_plan(self._lookup(model_name, "MODEL"),
+                             self._lookup(inputs_name, "INPUTS"), report)
         self.last_verification = result
         display({"text/html": result._repr_html_(), "text/plain": str(result)}, raw=True)
 

@@ -10,6 +10,7 @@ peak PyTorch's allocator reached), on copies, so the user's model is left as it 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from .errors import InvalidArgumentError, InvalidModelError, check_choice
 from .schema import HardwareSpec, ModelProfile, Prediction
 from .units import MODES, fmt_bytes, fmt_seconds
 
-__all__ = ["Verification", "verify"]
+__all__ = ["PlanVerification", "StepMeasurement", "Verification", "verify", "verify_plan"]
 
 #: Precisions a measured step runs faithfully: what plain PyTorch runs (autocast for 16 bit,
 #: the global TF32 switch for tf32). fp8 and the integer formats need other libraries.
@@ -197,3 +198,332 @@ def verify(model: Any, example_inputs: Any, *, mode: str = "train", precision: s
             f"The step of {model_name!r} could not be measured: {'; '.join(prof.notes)}.")
     prediction = predict(prof, hardware=spec, precision=precision)
     return Verification(profile=prof, hardware=spec, prediction=prediction)
+
+
+# -- the plan, step by step ---------------------------------------------------------------------
+
+#: Tactics whose effect the measurement takes from the report instead of running their code:
+#: a larger batch needs the user's dataset (the bench repeats the example batch instead).
+_BATCH_TACTICS = ("larger_batch",)
+_AUTOCAST = {"bf16_autocast": "bfloat16", "fp16_autocast": "float16"}
+
+
+@dataclass(frozen=True)
+class StepMeasurement:
+    """One plan step applied on the attached device: predicted vs measured speedup."""
+
+    step: int
+    tactic: str
+    title: str
+    status: str
+    """``measured``, ``failed`` (its code raised: ``error`` says what; the step is undone and
+    the next ones run without it) or ``not run here`` (needs CUDA, several processes or a
+    library that is not installed)."""
+    predicted_speedup: float | None
+    measured_speedup: float | None = None
+    seconds_per_sample: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class PlanVerification:
+    """The plan of a report measured step by step on copies of the model."""
+
+    baseline_seconds_per_sample: float
+    steps: tuple[StepMeasurement, ...]
+    repeats: int
+
+    @property
+    def measured(self) -> tuple[StepMeasurement, ...]:
+        return tuple(s for s in self.steps if s.status == "measured")
+
+    @property
+    def measured_cumulative(self) -> float:
+        """Time per sample as you run it over time per sample with every measured step."""
+        out = 1.0
+        for s in self.measured:
+            out *= s.measured_speedup
+        return out
+
+    @property
+    def predicted_cumulative(self) -> float:
+        """The product of the predicted speedups of the steps that were measured."""
+        out = 1.0
+        for s in self.measured:
+            out *= s.predicted_speedup or 1.0
+        return out
+
+    def table(self):
+        """One row per step: predicted and measured speedup, each step and cumulative."""
+        import pandas as pd
+
+        rows, pred_cum, meas_cum = [], 1.0, 1.0
+        for s in self.steps:
+            if s.status == "measured":
+                pred_cum *= s.predicted_speedup or 1.0
+                meas_cum *= s.measured_speedup
+            rows.append({"step": s.step, "tactic": s.tactic, "status": s.status,
+                         "predicted_speedup": s.predicted_speedup,
+                         "measured_speedup": s.measured_speedup,
+                         "predicted_cumulative": pred_cum, "measured_cumulative": meas_cum,
+                         "seconds_per_sample": s.seconds_per_sample, "error": s.error})
+        return pd.DataFrame.from_records(rows)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        cols = ("step", "tactic", "status", "predicted_speedup", "measured_speedup",
+                "predicted_cumulative", "measured_cumulative", "error")
+        head = "".join(f"<th>{esc(c.replace('_', ' '))}</th>" for c in cols)
+
+        def cell(value: Any) -> str:
+            if isinstance(value, float):
+                return "-" if value != value else f"{value:.2f}"
+            return esc(str(value))
+
+        body = "".join("<tr>" + "".join(f"<td>{cell(row[c])}</td>" for c in cols) + "</tr>"
+                       for row in self.table().to_dict("records"))
+        return (f'<div class="aiadvisor-verify"><b>The plan, measured step by step</b> (as '
+                f"you run it: {esc(fmt_seconds(self.baseline_seconds_per_sample))} per sample; "
+                f"median of {self.repeats} steps each)"
+                f'<table class="aa-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+                "</table></div>")
+
+    def __str__(self) -> str:
+        lines = [f"As you run it: {fmt_seconds(self.baseline_seconds_per_sample)} per sample "
+                 f"(median of {self.repeats} steps)."]
+        def ratio(value: Any) -> str:
+            return "-" if value is None or value != value else f"{value:.2f}x"
+
+        for row in self.table().itertuples(index=False):
+            pred, meas = ratio(row.predicted_speedup), ratio(row.measured_speedup)
+            lines.append(f"{row.step}. {row.tactic:<18} {row.status:<11} predicted {pred:>6} "
+                         f"measured {meas:>6}   cumulative {row.predicted_cumulative:.2f}x "
+                         f"predicted, {row.measured_cumulative:.2f}x measured"
+                         + (f"  ({row.error})" if row.error else ""))
+        return "\n".join(lines)
+
+
+@dataclass
+class _Run:
+    """How one step is run now: the model, inputs, optimizer and autocast dtype in use."""
+
+    model: Any
+    inputs: Any
+    optimizer: Any
+    mode: str
+    call_style: str
+    loss_fn: Any
+    autocast: str | None = None
+    batch_factor: int = 1
+
+    def batch(self) -> Any:
+        return _repeat(self.inputs, self.batch_factor)
+
+    def once(self, inputs: Any) -> None:
+        import contextlib
+
+        import torch
+
+        cast = (torch.autocast("cpu", dtype=getattr(torch, self.autocast)) if self.autocast
+                else contextlib.nullcontext())
+        if self.mode == "infer":
+            with torch.inference_mode(), cast:
+                _call(self.model, inputs, self.call_style)
+            return
+        with cast:
+            loss = self.loss_fn(_call(self.model, inputs, self.call_style))
+        loss.backward()
+        if self.optimizer is not None:
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+
+
+def _call(model: Any, inputs: Any, style: str) -> Any:
+    if style == "kwargs":
+        return model(**inputs)
+    if style == "star":
+        return model(*inputs)
+    return model(inputs)
+
+
+def _repeat(value: Any, factor: int) -> Any:
+    """The batch ``factor`` times over (dimension 0), for a larger-batch step."""
+    import torch
+
+    if factor == 1:
+        return value
+    if isinstance(value, torch.Tensor):  # cat keeps a channels_last batch channels_last
+        return torch.cat([value] * factor) if value.dim() else value
+    if isinstance(value, dict):
+        return {k: _repeat(v, factor) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_repeat(v, factor) for v in value)
+    return value
+
+
+def _first_tensor(output: Any) -> Any:
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    logits = getattr(output, "logits", None)
+    if isinstance(logits, torch.Tensor):
+        return logits
+    values = output.values() if isinstance(output, dict) else output
+    return next(v for v in values if isinstance(v, torch.Tensor))
+
+
+def _default_loss(output: Any) -> Any:
+    """A loss for timing only: the mean square of the model's first output."""
+    return _first_tensor(output).float().pow(2).mean()
+
+
+def _seconds_per_sample(run: _Run, *, warmup: int, repeats: int, batch_size: int) -> float:
+    return _interleaved([run], warmup=warmup, repeats=repeats, batch_size=batch_size)[0]
+
+
+def _interleaved(runs: list[_Run], *, warmup: int, repeats: int, batch_size: int
+                 ) -> list[float]:
+    """Median seconds per sample of each run, timed in turns (A B A B ...): a load that comes
+    and goes on a shared machine slows both sides of a comparison alike."""
+    import statistics
+    import time
+
+    batches = [run.batch() for run in runs]
+    for run, inputs in zip(runs, batches):
+        for _ in range(warmup):  # first calls compile, allocate and fill caches
+            run.once(inputs)
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeats):
+        for run, inputs, out in zip(runs, batches, times):
+            start = time.perf_counter()
+            run.once(inputs)
+            out.append(time.perf_counter() - start)
+    return [statistics.median(t) / (batch_size * run.batch_factor)
+            for t, run in zip(times, runs)]
+
+
+def _copy_run(run: _Run) -> _Run:
+    """A copy to apply the next step to, so that a failing step leaves ``run`` as it was."""
+    import copy
+    import inspect
+
+    model = copy.deepcopy(run.model)
+    optimizer = None
+    if run.optimizer is not None:  # the same class and settings, on the copy's parameters
+        cls = type(run.optimizer)
+        accepted = inspect.signature(cls.__init__).parameters
+        optimizer = cls(model.parameters(), **{k: v for k, v in run.optimizer.defaults.items()
+                                               if k in accepted})
+    return dataclasses.replace(run, model=model, optimizer=optimizer)
+
+
+def _runnable(rec: Any) -> str:
+    """Why ``rec`` cannot run here ("" when it can)."""
+    import importlib.util
+
+    import torch
+
+    extra = rec.extra
+    if extra.get("needs_cuda") and not torch.cuda.is_available():
+        return "needs CUDA"
+    if extra.get("launcher") == "torchrun":
+        return "runs under torchrun on several devices"
+    missing = [p for p in extra.get("requires", ()) if importlib.util.find_spec(p) is None]
+    return f"needs {', '.join(missing)}" if missing else ""
+
+
+def _apply(run: _Run, rec: Any, names: Any, batch_size: int) -> _Run:
+    """``run`` with ``rec``'s generated code executed on it (raises what the code raises)."""
+    ns = {names.model: run.model, names.inputs: run.inputs, names.optimizer: run.optimizer,
+          names.loss_fn: run.loss_fn}
+    if rec.id not in _BATCH_TACTICS:
+        exec(compile(rec.code, f"<plan step {rec.id}>", "exec"), ns)  # noqa: S102 - the step's code is what is measured
+    model = ns.get(f"quantized_{names.model}", ns[names.model])
+    new = dataclasses.replace(run, model=model, inputs=ns[names.inputs],
+                              optimizer=ns.get(names.optimizer))
+    if rec.id in _AUTOCAST:
+        new.autocast = _AUTOCAST[rec.id]
+    if rec.id in _BATCH_TACTICS:
+        new.batch_factor = max(1, rec.extra["effect"]["batch_size"] // batch_size)
+    return new
+
+
+def verify_plan(model: Any, example_inputs: Any, report: Any, *, loss_fn: Any = None,
+                warmup: int = 3, repeats: int = 7, steps: int | None = None) -> PlanVerification:
+    """Apply ``report``'s plan to copies of ``model`` one step at a time and time each step.
+
+    Each step's generated code runs on a copy of the model as the steps before left it; the
+    step is timed against the model before it, in turns (median of ``repeats`` steps each
+    after ``warmup``), and its speedup is the time per sample before it over the time per
+    sample after it. A step whose code raises is
+    reported as failed with the error and undone, and the next steps run without it.
+    ``model``, its gradients, the global RNG and TF32 switches are left as they were.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The user's model with real weights, on the CPU.
+    example_inputs : Tensor, tuple or dict
+        One batch, as the report was made with.
+    report : Report
+        ``aa.advise(...)`` on the attached device (``hardware="local"`` for a benchmarked one).
+    loss_fn : callable, optional
+        ``loss_fn(output) -> scalar`` for training (default: the mean square of the output).
+    warmup, repeats : int
+        Untimed and timed steps per measurement.
+    steps : int, optional
+        Measure only the first ``steps`` steps.
+    """
+    import copy
+
+    import torch
+
+    kind = _device_type(model)
+    spec = getattr(report, "hardware_spec", None)
+    if spec is not None and (kind == "cpu") != (spec.kind == "cpu"):
+        raise InvalidArgumentError(
+            f"The plan was made for {spec.name} but the model is on {kind}: a measurement here "
+            "says nothing about that device. Advise for the attached device "
+            "(aa.advise(model, x, hardware='local'), %advise model x --hardware local) and "
+            "verify that plan.")
+    names = report._names  # noqa: SLF001 - the names the code was generated with
+    mode = report.options["mode"]
+    batch_size = report.profile.batch_size
+    rng, tf32 = torch.get_rng_state(), torch.backends.cuda.matmul.allow_tf32
+    matmul, cudnn_tf32 = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    try:
+        user = copy.deepcopy(model)
+        optimizer = torch.optim.AdamW(user.parameters(), lr=1e-4) if mode == "train" else None
+        user.train(mode == "train")
+        run = _Run(model=user, inputs=example_inputs, optimizer=optimizer, mode=mode,
+                   call_style=names.call_style, loss_fn=loss_fn or _default_loss)
+        base = _seconds_per_sample(run, warmup=warmup, repeats=repeats,
+                                   batch_size=batch_size)
+        out = []
+        for rec in list(report.recommendations)[:steps]:
+            common = {"step": rec.extra.get("step", len(out) + 1), "tactic": rec.id,
+                      "title": rec.title, "predicted_speedup": rec.predicted_speedup}
+            why = _runnable(rec)
+            if why:
+                out.append(StepMeasurement(status="not run here", error=why, **common))
+                continue
+            try:
+                candidate = _apply(_copy_run(run), rec, names, batch_size)
+                before, after = _interleaved([run, candidate], warmup=warmup,
+                                             repeats=repeats, batch_size=batch_size)
+            except Exception as exc:  # noqa: BLE001 - a failing step is reported, not raised
+                out.append(StepMeasurement(status="failed", error=f"{type(exc).__name__}: "
+                                           f"{str(exc).splitlines()[0][:160] if str(exc) else ''}",
+                                           **common))
+                continue
+            out.append(StepMeasurement(status="measured", measured_speedup=before / after,
+                                       seconds_per_sample=after, **common))
+            run = candidate
+        return PlanVerification(baseline_seconds_per_sample=base, steps=tuple(out),
+                                repeats=repeats)
+    finally:
+        torch.set_rng_state(rng)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+        torch.set_float32_matmul_precision(matmul)

@@ -56,6 +56,15 @@ except OSError as error:
 '''
 
 
+def shared_cache_dir(tmp_path_factory: Any) -> Path:
+    """One aiadvisor cache folder for the whole test session, so the notebooks that benchmark
+    this machine (``aa.verify``) calibrate it once between them, not each on its own; never the
+    user's ~/.cache."""
+    path = tmp_path_factory.getbasetemp() / "aiadvisor-cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 def execute_notebook(path: Path, *, timeout_s: int = 600, offline: bool = False) -> Any:
     """Execute the notebook at ``path`` top to bottom and return it with its outputs.
 

@@ -494,3 +494,36 @@ def test_fabric_and_node_size_reach_advise(ip):
     assert "num_devices=12 does not fill whole nodes of node_size=8" in message
     message = run_error(ip, '%advise model x --hardware H100 --devices 16 --fabric "token ring"')
     assert "fabric='token ring' is not a known fabric" in message and "'RoCE 400G'" in message
+
+
+def test_verify_plan_measures_the_last_reports_steps(ip):
+    from IPython.utils.capture import capture_output
+
+    from aiadvisor.verify import PlanVerification
+
+    torch.manual_seed(0)
+    ip.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                              torch.nn.Linear(128, 10)),
+                      batch=torch.randn(16, 64))
+    with capture_output() as captured:
+        ip.run_cell("%advise net batch --mode infer")  # the attached CPU, as detected
+        ip.run_cell("%advise --verify-plan")
+    result = ip.find_magic("advise").__self__.last_verification
+    assert isinstance(result, PlanVerification)
+    view = ip.find_magic("advise").__self__.last_view
+    report = getattr(view, "report", view)  # a dashboard, or the report without widgets
+    assert [s.tactic for s in result.steps] == [r.id for r in report.recommendations]
+    assert "As you run it" in captured.outputs[-1].data["text/plain"]
+    assert "<table" in captured.outputs[-1].data["text/html"]
+
+
+def test_verify_plan_refuses_a_plan_for_another_device(ip):
+    ip.user_ns.update(lin=torch.nn.Linear(8, 8), batch=torch.randn(4, 8))
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        ip.run_cell(f'%advise lin batch --hardware "{TARGET}"')
+    if torch.cuda.is_available():
+        pytest.skip("the model is on the CPU and the target is a GPU only without CUDA")
+    assert "a measurement here says nothing about that device" in run_error(
+        ip, "%advise --verify-plan")

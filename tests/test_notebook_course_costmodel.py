@@ -9,7 +9,14 @@ import re
 
 import pytest
 
-from .notebook_utils import NOTEBOOKS, cell_outputs, error_outputs, execute_notebook, output_text
+from .notebook_utils import (
+    NOTEBOOKS,
+    cell_outputs,
+    error_outputs,
+    execute_notebook,
+    output_text,
+    shared_cache_dir,
+)
 
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
@@ -30,9 +37,9 @@ def committed():
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     # Section 4 benchmarks this machine (aa.verify): its cache goes to a temporary folder, not
-    # the user's ~/.cache (the kernel inherits this environment).
+    # the user's ~/.cache (the kernel inherits this environment), shared by the notebook tests.
     old = os.environ.get("AIADVISOR_CACHE_DIR")
-    os.environ["AIADVISOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("aiadvisor-cache"))
+    os.environ["AIADVISOR_CACHE_DIR"] = str(shared_cache_dir(tmp_path_factory))
     try:
         return execute_notebook(NOTEBOOK, timeout_s=400, offline=True)
     finally:

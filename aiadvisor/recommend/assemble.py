@@ -14,10 +14,10 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Rec
 from ..units import PRECISIONS
 from .memory import PartsSource
 from .parallel import MAX_DEVICES, plan_parallel_table
+from .plan import Plan, build_plan
 from .precision import fallback_precision, precision_table
 from .predictor import Predictor
 from .ranking import precision_note, rank_hardware
-from .tactics import Context, recommend
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,8 +35,11 @@ class ReportTables:
     """
 
     def __init__(self, base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
-                 options: dict[str, Any], names: CodeNames, predictor: Predictor) -> None:
+                 options: dict[str, Any], names: CodeNames, predictor: Predictor,
+                 applied: dict[str, str] | None = None) -> None:
         self.spec, self._specs, self._names, self._predictor = spec, specs, names, predictor
+        self.applied = dict(applied or {})
+        """Tactic id -> evidence that the model already does it (:mod:`.applied`)."""
         self._precision_notes: list[str] = []
         self.user_options = {k: options.get(k) for k in OPTION_KEYS if k != "hardware"}
         """The options as the user gave them (None: not pinned), for :func:`replace_options`."""
@@ -107,13 +110,29 @@ class ReportTables:
         return self._outcome.prediction
 
     @functools.cached_property
+    def stacked(self) -> Plan:
+        return build_plan(self.profile, spec=self.spec, num_devices=self.num_devices,
+                          precision=self.precision_name, names=self._names,
+                          predictor=self._predictor, parts_for=self._parts_for,
+                          plan_for=self._plan_for, applied=self.applied)
+
+    def _plan_for(self, precision: str) -> tuple[ParallelConfig, bool]:
+        """The planner's best plan at ``precision`` (the report's own at its precision)."""
+        if precision == self.precision_name:
+            return self._chosen[:2]
+        table = plan_parallel_table(self.profile, spec=self.spec, num_devices=self.num_devices,
+                                    precision=precision, parts=self._parts_for(precision),
+                                    predictor=self._predictor)
+        return _chosen_plan(table, [])
+
+    @property
+    def plan(self) -> pd.DataFrame:
+        return self.stacked.table()
+
+    @property
     def recommendations(self) -> list[Recommendation]:
-        config, fits, _ = self._chosen
-        ctx = Context(prof=self.profile, spec=self.spec, precision=self.precision_name,
-                      num_devices=self.num_devices, config=config, plan_fits=fits,
-                      parts=self._parts_for(self.precision_name), names=self._names,
-                      predictor=self._predictor, parts_for=self._parts_for)
-        return recommend(ctx)
+        """The plan's steps in order, each priced on top of the ones before."""
+        return list(self.stacked.recommendations)
 
     @property
     def notes(self) -> list[str]:
@@ -184,10 +203,11 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
 
 
 def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec],
-            options: dict[str, Any], names: CodeNames, predictor: Predictor) -> ReportTables:
+            options: dict[str, Any], names: CodeNames, predictor: Predictor,
+            applied: dict[str, str] | None = None) -> ReportTables:
     """The advice for ``base`` rescaled to the options' batch size and sequence length."""
     return ReportTables(base, spec=spec, specs=specs, options=options, names=names,
-                        predictor=predictor)
+                        predictor=predictor, applied=applied)
 
 
 def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:

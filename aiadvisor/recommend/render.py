@@ -127,16 +127,49 @@ def summary_lines(report: Any) -> list[str]:
     return lines + list(report.notes)
 
 
+PLAN_COLUMNS = [("step", "step"), ("title", "tactic"), ("speedup_step", "speedup"),
+                ("speedup_cumulative", "with steps 1-k"),
+                ("memory_saving_bytes", "memory saved"),
+                ("memory_per_device_bytes", "memory/device after"), ("fits", "fits"),
+                ("trigger", "triggered by"), ("alternatives", "alternatives")]
+
+
+def plan_lines(report: Any) -> list[str]:
+    """The plan's head and tail: as you run it, then with every step applied."""
+    plan = report.plan
+    a = plan.attrs
+    if a.get("baseline_step_time_s") is None:
+        return ["No prediction as you run it, so the plan has no speedups."]
+    lines = [f"As you run it: {fmt_seconds(a['baseline_step_time_s'])} per step, "
+             f"{fmt_bytes(a['baseline_memory_bytes'])} per device"
+             + ("" if a.get("baseline_fits") in (None, True) else " (does not fit)") + "."]
+    if len(plan):
+        last = plan.iloc[-1]
+        lines.append(f"With steps 1-{len(plan)} applied: {last['speedup_cumulative']:.2f}x the "
+                     f"throughput, {fmt_bytes(last['memory_per_device_bytes'])} per device "
+                     "(predicted by the cost model, each step on top of the ones before).")
+    lines += list(a.get("skipped", []))
+    return lines
+
+
 def _rec_gain(rec: Any) -> str:
     parts = []
     if rec.predicted_speedup is not None:
         parts.append(f"predicted {rec.predicted_speedup:.2f}x"
                      + (f" (likely {rec.speedup_low:.2f}x-{rec.speedup_high:.2f}x)"
                         if rec.speedup_low is not None else ""))
+    cumulative = rec.extra.get("speedup_cumulative")
+    if cumulative is not None and not _missing(cumulative) and "step" in rec.extra:
+        parts.append(f"{cumulative:.2f}x with steps 1-{rec.extra['step']}")
     if rec.memory_saving_bytes:
         verb = "saves" if rec.memory_saving_bytes > 0 else "costs"
         parts.append(f"{verb} {fmt_bytes(abs(rec.memory_saving_bytes))} per device")
     return "; ".join(parts) or "no speed or memory figure"
+
+
+def _alternatives(rec: Any) -> str:
+    return ", ".join(f"{a['title']} ({a['predicted_speedup']:.2f}x)"
+                     for a in rec.extra.get("alternatives", ()))
 
 
 def _hardware_note(report: Any) -> list[str]:
@@ -149,9 +182,13 @@ def _hardware_note(report: Any) -> list[str]:
 
 def to_text(report: Any, *, limit: int = 8) -> str:
     out = ["aiadvisor report", "================", *summary_lines(report), ""]
-    out += ["Recommendations", "---------------"]
+    out += ["Recommendations: the plan (each step on top of the ones before)",
+            "--------------------------------------------------------------",
+            *plan_lines(report)]
     for i, rec in enumerate(report.recommendations, 1):
         out += [f"{i}. {rec.title} [{rec.category}]: {_rec_gain(rec)}", f"   why: {rec.rationale}"]
+        if rec.extra.get("alternatives"):
+            out.append(f"   alternatives: {_alternatives(rec)}")
     if not report.recommendations:
         out.append("(none fired)")
     out += ["", "Parallel plans (best first)", text_table(report.parallel, PARALLEL_COLUMNS, limit)]
@@ -165,10 +202,15 @@ def to_text(report: Any, *, limit: int = 8) -> str:
 
 def to_markdown(report: Any, *, limit: int = 12) -> str:
     out = ["# aiadvisor report", "", *[f"- {line}" for line in summary_lines(report)], ""]
+    out += ["## Plan", "", *[f"- {line}" for line in plan_lines(report)], ""]
+    if len(report.plan):
+        out += [markdown_table(report.plan, PLAN_COLUMNS), ""]
     out += ["## Recommendations", ""]
     for i, rec in enumerate(report.recommendations, 1):
+        alt = ([f"Alternatives: {_alternatives(rec)}", ""] if rec.extra.get("alternatives")
+               else [])
         out += [f"### {i}. {rec.title}", "", f"*{rec.category}* — {_rec_gain(rec)}", "",
-                rec.rationale, "", "```python", rec.code.rstrip(), "```", ""]
+                rec.rationale, "", *alt, "```python", rec.code.rstrip(), "```", ""]
     out += ["## Parallel plans", "", markdown_table(report.parallel, PARALLEL_COLUMNS, limit), ""]
     out += ["## Precision", "", markdown_table(report.precision, PRECISION_COLUMNS), ""]
     out += ["## Hardware", "", *[f"{line}\n" for line in _hardware_note(report)],
@@ -203,14 +245,20 @@ def to_html(report: Any, *, limit: int = 12) -> str:
     lines = "".join(f"<li>{esc(line)}</li>" for line in summary_lines(report))
     cards = []
     for i, rec in enumerate(report.recommendations, 1):
+        alt = (f'<p class="aa-meta">Alternatives: {esc(_alternatives(rec))}</p>'
+               if rec.extra.get("alternatives") else "")
         cards.append(
             f'<div class="aa-card"><h3>{i}. {esc(rec.title)}</h3>'
             f'<div class="aa-meta">{esc(rec.category)} · {esc(_rec_gain(rec))}</div>'
-            f"<p>{esc(rec.rationale)}</p><pre><code>{esc(rec.code)}</code></pre></div>"
+            f"<p>{esc(rec.rationale)}</p>{alt}<pre><code>{esc(rec.code)}</code></pre></div>"
         )
+    plan_items = "".join(f"<li>{esc(line)}</li>" for line in plan_lines(report))
     body = [
         f"<style>{CSS}</style>", '<div class="aiadvisor-report">',
         "<h2>aiadvisor report</h2>", f"<ul>{lines}</ul>",
+        "<h2>Plan</h2>", f"<ul>{plan_items}</ul>",
+        f'<div class="aa-scroll">{html_table(report.plan, PLAN_COLUMNS)}</div>'
+        if len(report.plan) else "",
         f"<h2>Recommendations ({len(report.recommendations)})</h2>", *cards,
         "<h2>Parallel plans</h2>",
         f'<div class="aa-scroll">{html_table(report.parallel, PARALLEL_COLUMNS, limit)}</div>',

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
+from ..errors import AIAdvisorError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
@@ -62,20 +63,46 @@ class Context:
     predictor: Predictor
     parts_for: PartsSource | None = None
     """Activation parts per precision (other precisions than ``precision``)."""
+    transforms: tuple[Callable[[ModelProfile], ModelProfile], ...] = ()
+    """What-if rewrites of the whole-step profile made by earlier steps of a plan (fusion,
+    fused attention, ...): every prediction of this context includes them, so a rule prices
+    its tactic on top of those steps (:mod:`.plan`)."""
     _base: Prediction | None = None
+    _steps: dict = dataclasses.field(default_factory=dict)
+    """Transformed step profiles by (profile, plan, transforms); a plan shares one across its
+    contexts, so that the predictor's identity-keyed cache answers repeated questions."""
 
     # -- predictions -------------------------------------------------------------------------
     def predict(self, prof: ModelProfile | None = None, *, precision: str | None = None,
                 parallel: ParallelConfig | None = None) -> Prediction | None:
         """The cost model when each data-parallel replica runs ``prof`` (default: ours)."""
-        return self.predictor(prof or self.prof, self.spec,
-                              precision=precision or self.precision,
-                              parallel=parallel or self.config)
+        prof, parallel = prof or self.prof, parallel or self.config
+        precision = precision or self.precision
+        if not self.transforms:
+            return self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        try:
+            step = self.step_of(prof, parallel)
+        except AIAdvisorError:
+            return None
+        return self.predictor.outcome(step, self.spec, precision=precision,
+                                      parallel=parallel).prediction
+
+    def step_of(self, prof: ModelProfile, parallel: ParallelConfig) -> ModelProfile:
+        """The whole step of ``parallel`` when each device runs ``prof``, with this context's
+        transforms applied (memoised: the predictor's cache matches profiles by identity)."""
+        key = (id(prof), parallel, *map(id, self.transforms))
+        hit = self._steps.get(key)
+        if hit is None or hit[0] is not prof or hit[1] != self.transforms:
+            step = self.predictor.step_profile(prof, parallel)
+            for transform in self.transforms:
+                step = transform(step)
+            hit = self._steps[key] = (prof, self.transforms, step)
+        return hit[2]
 
     @property
     def step_prof(self) -> ModelProfile:
         """The whole step of the chosen plan (global batch), what transforms rewrite."""
-        return self.predictor.step_profile(self.prof, self.config)
+        return self.step_of(self.prof, self.config)
 
     def predict_step(self, step_prof: ModelProfile) -> Prediction | None:
         """The cost model on a (transformed) whole-step profile under the chosen plan."""
@@ -137,12 +164,14 @@ def _pct(x: float) -> str:
 
 def _make(ctx: Context, *, tactic_id: str, title: str, category: str, rationale: str,
           snippet_id: str, values: dict[str, Any] | None = None, gain: Speedup | None = None,
-          memory_saving_bytes: float | None = None, trigger: dict[str, Any] | None = None
-          ) -> Recommendation:
+          memory_saving_bytes: float | None = None, trigger: dict[str, Any] | None = None,
+          effect: dict[str, Any] | None = None) -> Recommendation:
     meta = SNIPPETS[snippet_id]
     code = ctx.render(snippet_id, **(values or {}))
     extra = {"snippet": snippet_id, "requires": list(meta.requires), "launcher": meta.launcher,
              "needs_cuda": meta.needs_cuda, "trigger": trigger or {}}
+    if effect:
+        extra["effect"] = effect  # what a plan applies for the steps after it (.plan)
     return Recommendation(
         id=tactic_id, title=title, category=category, rationale=rationale, code=code,
         predicted_speedup=None if gain is None else round(gain.point, 4),
@@ -262,7 +291,10 @@ def fp8(ctx: Context) -> Recommendation | None:
 @rule("channels_last")
 def channels_last(ctx: Context) -> Recommendation | None:
     share = ctx.flops_share("conv")
-    if share < 0.3 or not ctx.is_cuda_gpu or ctx.precision == "fp32":
+    # GPUs: tensor-core convolutions (bf16/fp16/tf32) want NHWC. CPUs: oneDNN's convolutions
+    # reorder NCHW tensors to their blocked/NHWC layouts in every precision.
+    gpu = ctx.is_cuda_gpu and ctx.precision != "fp32"
+    if share < 0.3 or not (gpu or ctx.spec.kind == "cpu"):
         return None
     extra = transforms.layout_transposes(ctx.step_prof)
     moved = sum(op.bytes_total for op in extra)
@@ -272,9 +304,10 @@ def channels_last(ctx: Context) -> Recommendation | None:
     return _make(
         ctx, tactic_id="channels_last", title="channels_last memory format for convolutions",
         category="speed",
-        rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, tensor-core "
-                   f"convolutions transpose their operands ({fmt_bytes(moved)} per step); NHWC "
-                   "tensors skip that."),
+        rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, "
+                   + ("oneDNN's CPU" if ctx.spec.kind == "cpu" else "tensor-core")
+                   + f" convolutions reorder their operands ({fmt_bytes(moved)} per step); "
+                   "NHWC tensors skip that."),
         snippet_id="channels_last", gain=gain, trigger={"conv_flops_share": share},
     )
 
@@ -520,8 +553,7 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
         return None
     whole = dataclasses.replace(c, grad_accum_steps=1)
     before, after = ctx.memory(whole), ctx.memory()
-    gain = _gain(ctx, ctx.base, ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision,
-                                              parallel=whole))
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=whole))
     sizes = layout(c, ctx.prof.batch_size)
     replica = sizes.replica_batch
     return _make(
@@ -539,41 +571,68 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
     )
 
 
+#: Batch multiples a larger-batch step tries, and the least throughput gain it is worth.
+BATCH_FACTORS = (2, 4, 8, 16)
+MIN_BATCH_GAIN = 1.1
+
+
+def _batch_options(ctx: Context, capacity: float):
+    """``(batch, config, gain, bytes)`` for each larger batch that fits, without and (training
+    a model with blocks and no checkpointing yet) with activation checkpointing."""
+    configs = [ctx.config]
+    if ctx.train and ctx.parts.num_blocks and ctx.config.checkpointing == "none":
+        configs.append(dataclasses.replace(ctx.config, checkpointing="full"))
+    for config in configs:
+        for factor in BATCH_FACTORS:
+            batch = ctx.prof.batch_size * factor
+            mem = device_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
+                                micro_batch=layout(config, batch).micro_batch)
+            if mem.total_bytes > capacity:
+                break
+            pred = ctx.predict(ctx.predictor.at(ctx.prof, batch), parallel=config)
+            if pred is None:
+                break
+            yield batch, config, throughput_gain(ctx.base, pred), mem.total_bytes
+
+
 @rule("larger_batch")
 def larger_batch(ctx: Context) -> Recommendation | None:
+    """The batch (and checkpointing, where it lets a larger batch fit) of highest throughput
+    within memory; a smaller batch is kept unless the larger one gains 5 % more."""
     base, capacity = ctx.base, ctx.usable_bytes
     if base is None or capacity is None or ctx.config.grad_accum_steps > 1 or not ctx.plan_fits:
         return None
     best = None
-    for factor in (2, 4, 8):
-        batch = ctx.prof.batch_size * factor
-        mem = device_memory(ctx.prof, ctx.config, precision=ctx.precision, parts=ctx.parts,
-                            micro_batch=layout(ctx.config, batch).micro_batch)
-        if mem.total_bytes > capacity:
-            break
-        bigger = ctx.predictor.at(ctx.prof, batch)
-        pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
-        if pred is None:
-            break
-        gain = throughput_gain(base, pred)
-        if best is not None and gain.point < 1.05 * best[1].point:
-            break  # diminishing returns: stop at the smaller batch
-        if gain.point >= 1.1:
-            best = (batch, gain, mem.total_bytes)
+    for option in sorted(_batch_options(ctx, capacity), key=lambda o: o[0]):
+        if option[2].point >= MIN_BATCH_GAIN and (
+                best is None or option[2].point >= 1.05 * best[2].point):
+            best = option
     if best is None:
         return None
-    batch, gain, mem = best
-    return _make(
-        ctx, tactic_id="larger_batch", title=f"Larger batch: {batch} per device",
+    batch, config, gain, mem = best
+    ckpt = config.checkpointing != ctx.config.checkpointing
+    rec = _make(
+        ctx, tactic_id="larger_batch",
+        title=f"Larger batch: {batch} per device"
+              + (" with activation checkpointing" if ckpt else ""),
         category="speed",
         rationale=(f"At batch {ctx.prof.batch_size} the step uses "
                    f"{fmt_bytes(ctx.memory().total_bytes)} of {fmt_bytes(capacity)} usable; "
-                   f"batch {batch} still fits ({fmt_bytes(mem)}) and keeps the device busier "
-                   "(throughput gain shown; retune the learning rate)."),
+                   f"batch {batch} "
+                   + ("fits with activation checkpointing " if ckpt else "still fits ")
+                   + f"({fmt_bytes(mem)}) and keeps the device busier; of the batches that "
+                   "fit, it has the highest predicted throughput (gain shown"
+                   + (", net of the recomputation" if ckpt else "")
+                   + "; retune the learning rate)."),
         snippet_id="larger_batch", values={"batch_size": batch,
                                            "old_batch_size": ctx.prof.batch_size},
         gain=gain, trigger={"free_bytes": capacity - ctx.memory().total_bytes},
+        effect={"batch_size": batch, "checkpointing": config.checkpointing},
     )
+    if ckpt:
+        rec = dataclasses.replace(rec, code=ctx.render("checkpointing", selective=False)
+                                  + "\n" + rec.code)
+    return rec
 
 
 @rule("optimizer_8bit")
@@ -706,8 +765,7 @@ def weight_only_nf4(ctx: Context) -> Recommendation | None:
     nf4 = ctx.memory(single, precision="nf4")
     if now.total_bytes <= capacity or nf4.total_bytes > capacity:
         return None
-    gain = _gain(ctx, ctx.predictor(ctx.prof, ctx.spec, precision="nf4", parallel=single),
-                 ctx.predictor(ctx.prof, ctx.spec, precision=ctx.precision, parallel=single))
+    gain = _gain(ctx, ctx.predict(precision="nf4", parallel=single), ctx.predict(parallel=single))
     return _make(
         ctx, tactic_id="weight_only_nf4", title="NF4 weights: fit the model on one device",
         category="memory",
@@ -726,8 +784,10 @@ def sparsity_24(ctx: Context) -> Recommendation | None:
     ampere_or_newer = ctx.spec.vendor == "NVIDIA" and ctx.spec.tf32_tflops is not None
     if ctx.train or base is None or not ampere_or_newer or base.compute_s <= base.memory_s:
         return None
-    share = ctx.flops_share("gemm")
-    if share < 0.6:
+    total = sum(op.flops for op in ctx.step_prof.ops)
+    share = sum(op.flops for op in ctx.step_prof.ops
+                if transforms.sparse_qualifies(op)) / total if total else 0.0
+    if share < 0.5:
         return None
     gain = _gain_of(ctx, transforms.sparse_gemms(ctx.step_prof))
     if gain is None or gain.point < MIN_SPEEDUP:
@@ -736,11 +796,12 @@ def sparsity_24(ctx: Context) -> Recommendation | None:
         ctx, tactic_id="sparsity_24", title="2:4 structured sparsity", category="model",
         rationale=(f"The device work is compute-bound ({fmt_seconds(base.compute_s)} computing vs "
                    f"{fmt_seconds(base.memory_s)} moving data) and {_pct(share)} of its FLOPs "
-                   "are Linear GEMMs; "
-                   f"{ctx.spec.name}'s sparse tensor cores skip half of the weights. Pruning "
-                   "costs accuracy: fine-tune afterwards and measure."),
+                   "are Linear GEMMs large enough for the sparse kernels; they are priced at "
+                   f"the measured {transforms.SPARSE_GEMM_SPEEDUP:g}x (1.1-1.3x in published "
+                   f"measurements), not 2x. Pruning costs accuracy: fine-tune afterwards and "
+                   "measure."),
         snippet_id="sparsity_24", values={"dtype": "float16"}, gain=gain,
-        trigger={"gemm_flops_share": share, "compute_s": base.compute_s},
+        trigger={"qualifying_gemm_flops_share": share, "compute_s": base.compute_s},
     )
 
 
@@ -751,8 +812,7 @@ def serving(ctx: Context) -> Recommendation | None:
     if ctx.train or base is None or not p.num_blocks or not p.seq_len or p.batch_size > 8 \
             or not ctx.is_cuda_gpu:
         return None
-    bigger = ctx.predictor.at(p, p.batch_size * 8)
-    pred = ctx.predictor(bigger, ctx.spec, precision=ctx.precision, parallel=ctx.config)
+    pred = ctx.predict(ctx.predictor.at(p, p.batch_size * 8))
     if pred is None:
         return None
     gain = throughput_gain(base, pred)
@@ -794,11 +854,15 @@ def onnx_export(ctx: Context) -> Recommendation | None:
     )
 
 
+#: The seed article's pruning recipe: keep the 80 % most important channels.
+PRUNE_KEEP = 0.8
+
+
 @rule("distill_prune")
 def distill_prune(ctx: Context) -> Recommendation | None:
     if ctx.train or ctx.spec.kind != "edge":
         return None
-    keep = 0.8  # the seed article's recipe: keep the 80 % most important channels
+    keep = PRUNE_KEEP
     gain = _gain_of(ctx, transforms.pruned(ctx.step_prof, keep=keep))
     weights = ctx.memory().weights_bytes
     return _make(
@@ -833,7 +897,7 @@ def embedding_int8(ctx: Context) -> Recommendation | None:
                    f"{fmt_bytes(emb_params * (bytes_now - 1))}."),
         snippet_id="embedding_int8", gain=gain,
         memory_saving_bytes=emb_params * (bytes_now - 1),
-        trigger={"embedding_params": emb_params},
+        trigger={"embedding_params": emb_params}, effect={"factor": factor},
     )
 
 

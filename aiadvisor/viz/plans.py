@@ -13,7 +13,7 @@ from ..recommend.ranking import pareto_front
 from ..units import fmt_bytes
 from ._style import FIT_COLOURS, PALETTE, byte_unit, chart, finish, layers
 
-__all__ = ["memory_per_device_chart", "pareto_chart", "precision_chart"]
+__all__ = ["memory_per_device_chart", "pareto_chart", "plan_waterfall_chart", "precision_chart"]
 
 
 def pareto_chart(frame: pd.DataFrame, *, cost: str, speed: str, name: str = "name",
@@ -154,3 +154,37 @@ def precision_chart(frame: pd.DataFrame, *, precision: str, speedup: str,
                         encoding={"y": alt.Y("one:Q")}), [{"one": 1.0}]))
     return finish(layers(*parts), title="Step speed by precision",
                   subtitle="estimated; whiskers: the likely range")
+
+
+def plan_waterfall_chart(frame: pd.DataFrame, *, label: str = "title",
+                         speedup: str = "speedup_step",
+                         cumulative: str = "speedup_cumulative") -> alt.LayerChart:
+    """The stacked plan as a waterfall: each step a bar from the throughput before it to the
+    throughput after it (as a multiple of the step as you run it, 1.0x), so the last bar ends at
+    the plan's cumulative speedup; bars going down are steps that trade speed for memory."""
+    records = [{"step": "as you run it", "order": 0, "start": 0.0, "end": 1.0,
+                "text": "1.00x", "kind": "start"}]
+    before = 1.0
+    for i, (name, gain, after) in enumerate(zip(frame[label], frame[speedup], frame[cumulative]),
+                                            1):
+        if after is None or not math.isfinite(after):
+            continue
+        records.append({"step": f"{i}. {name}", "order": i, "start": before, "end": float(after),
+                        "text": f"{gain:.2f}x" if gain is not None and math.isfinite(gain)
+                        else "", "kind": "faster" if after >= before else "slower"})
+        before = float(after)
+    steps = [r["step"] for r in records]
+    x = alt.X("step:N", sort=steps, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=180))
+    kinds = {"start": "#bab0ac", "faster": FIT_COLOURS["fits"],
+             "slower": FIT_COLOURS["does not fit"]}
+    bars = chart("bar", None, width=alt.Step(46), height=240, encoding={
+        "x": x, "y": alt.Y("start:Q", title="throughput (× as you run it)"),
+        "y2": alt.Y2("end:Q"),
+        "color": alt.Color("kind:N", title=None, scale=alt.Scale(
+            domain=list(kinds), range=list(kinds.values()))),
+        "tooltip": [alt.Tooltip("step:N"), alt.Tooltip("text:N", title="this step"),
+                    alt.Tooltip("end:Q", title="with steps 1-k", format=".2f")]})
+    labels = chart("text", None, dy=-6, fontSize=10, baseline="bottom", encoding={
+        "x": x, "y": alt.Y("end:Q"), "text": alt.Text("text:N")})
+    return finish(layers((bars, records), (labels, records)), title="The plan, step by step",
+                  subtitle="predicted by the cost model; each step on top of the ones before")

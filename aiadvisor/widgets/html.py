@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..recommend.plan import trigger_text
 from ..units import fmt_bytes, fmt_flops, fmt_seconds
 
 __all__ = ["format_value", "kv_table", "note", "recommendation_card", "table"]
@@ -136,5 +137,23 @@ def recommendation_card(rec: Any, number: int) -> str:
         f'<div class="aiadvisor-gain"><b>Predicted:</b> {_esc(_gain(rec))}; '
         f'{_esc(_memory_effect(rec))} ({label}). '
         f'<span class="aiadvisor-muted-text">Keyboard: <code>%advise --insert {number}</code>'
-        f'</span></div>'
+        f'</span></div>{_plan_line(rec)}'
     )
+
+
+def _plan_line(rec: Any) -> str:
+    """Where the step sits in the plan: the cumulative speedup, its trigger, alternatives."""
+    extra = getattr(rec, "extra", {}) or {}
+    parts = []
+    cumulative = extra.get("speedup_cumulative")
+    if "step" in extra and isinstance(cumulative, float) and cumulative == cumulative:
+        parts.append(f"With steps 1-{extra['step']}: {cumulative:.2f}x")
+    if extra.get("trigger"):
+        parts.append(f"triggered by {trigger_text(extra['trigger'])}")
+    alternatives = extra.get("alternatives") or ()
+    if alternatives:
+        parts.append("alternatives: " + ", ".join(
+            f"{a['title']} ({a['predicted_speedup']:.2f}x)" for a in alternatives))
+    if not parts:
+        return ""
+    return f'<div class="aiadvisor-muted-text">{_esc("; ".join(parts))}.</div>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as W
@@ -285,6 +286,10 @@ class RecommendationsView(_View):
     def __init__(self, dashboard: Any) -> None:
         super().__init__(dashboard)
         self.cards: list[tuple[W.HTML, InsertCellButton, W.VBox]] = []
+        self.plan_box = W.VBox()
+        """The plan's waterfall chart and its head and tail sentences."""
+        self.cards_box = W.VBox()
+        """One card per step, in the plan's order."""
 
     def _card(self, index: int) -> tuple[W.HTML, InsertCellButton, W.VBox]:
         while len(self.cards) <= index:
@@ -300,13 +305,27 @@ class RecommendationsView(_View):
         if not recs:
             self.box.children = [W.HTML(H.note("No recommendation fired for these options."))]
             return
-        boxes = []
+        boxes: list[W.Widget] = []
         for i, rec in enumerate(recs):
             head, button, card = self._card(i)
             head.value = H.recommendation_card(rec, i + 1)
             button.code = rec.code
             boxes.append(card)
-        self.box.children = boxes
+        self.cards_box.children = boxes
+        self.plan_box.children = self._plan(report)
+        self.box.children = [self.plan_box, self.cards_box]
+
+    def _plan(self, report: Any) -> list[W.Widget]:
+        """The waterfall of the stacked plan (a generate report's serving cards have none)."""
+        from ..recommend.render import plan_lines
+
+        plan = report.plan
+        if not len(plan):
+            return []
+        lines = "".join(f"<li>{html.escape(line)}</li>" for line in plan_lines(report))
+        return [self.chart("plan", lambda: plan_charts.plan_waterfall_chart(plan),
+                           inputs=_frame_key(plan)),
+                W.HTML(f'<ul class="aiadvisor-muted-text">{lines}</ul>')]
 
 
 

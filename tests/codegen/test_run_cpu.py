@@ -100,6 +100,8 @@ def test_autocast_infer_produces_bf16_output():
     _run(snippet("autocast_infer", names=NAMES, dtype="bfloat16", device_type="cpu"), ns)
     assert ns["output"].dtype == torch.bfloat16
     assert ns["output"].shape == (4, 8, 32)
+    # the weights are stored in bf16 once, as the plan prices it (half the weight memory)
+    assert ns["net"].head.weight.dtype == torch.bfloat16
 
 
 def test_channels_last_converts_model_and_inputs():

@@ -97,3 +97,20 @@ def test_precision_chart_mutes_unusable_precisions_and_draws_the_range():
     assert [(r["precision"], r["low"], r["high"]) for r in _values(spec, whiskers)] == [
         ("fp32", 1.0, 1.0), ("bf16", 6.0, 9.0)]
     assert _values(spec, one) == [{"one": 1.0}]
+
+
+def test_plan_waterfall_runs_from_one_to_the_cumulative_speedup():
+    from aiadvisor.viz.plans import plan_waterfall_chart
+
+    # Three steps: 2x, then 0.8x (checkpointing: slower, saves memory), then 1.5x:
+    # throughput 1 -> 2 -> 1.6 -> 2.4 times the start.
+    plan = pd.DataFrame({"title": ["bf16", "checkpointing", "compile"],
+                         "speedup_step": [2.0, 0.8, 1.5],
+                         "speedup_cumulative": [2.0, 1.6, 2.4]})
+    spec = plan_waterfall_chart(plan).to_dict()
+    bars = _values(spec, spec["layer"][0])
+    assert [(b["start"], b["end"]) for b in bars] == [(0.0, 1.0), (1.0, 2.0), (2.0, 1.6),
+                                                      (1.6, 2.4)]
+    assert [b["kind"] for b in bars] == ["start", "faster", "slower", "faster"]
+    assert [b["text"] for b in bars[1:]] == ["2.00x", "0.80x", "1.50x"]
+    assert bars[1]["step"] == "1. bf16"

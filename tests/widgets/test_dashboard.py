@@ -58,7 +58,7 @@ def test_only_the_visible_tab_is_drawn(dash):
     assert len(profile_tab.children) == 4  # summary, memory, modules, roofline
     dash.tabs.set_state({"selected_index": 4})
     assert 4 not in dash._stale
-    assert len(dash.views[4].box.children) == len(dash.report.recommendations)
+    assert len(dash.views[4].cards_box.children) == len(dash.report.recommendations)
 
 
 def test_batch_slider_recomputes_from_the_captured_profile(dash, report):
@@ -139,7 +139,7 @@ def test_recommendation_cards_carry_code_and_the_cell(dash):
     dash.tabs.selected_index = 4
     recs = dash.report.recommendations
     assert recs, "a tiny MLP on a big GPU should trigger tactics"
-    for i, card in enumerate(dash.views[4].box.children):
+    for i, card in enumerate(dash.views[4].cards_box.children):
         head, button = card.children
         assert isinstance(button, InsertCellButton)
         assert button.code == recs[i].code
@@ -148,12 +148,22 @@ def test_recommendation_cards_carry_code_and_the_cell(dash):
         assert "estimated" in head.value or recs[i].estimated is False
 
 
+def test_the_plan_is_drawn_above_the_cards_as_a_waterfall(dash):
+    dash.tabs.selected_index = 4
+    view = dash.views[4]
+    assert view.box.children[0] is view.plan_box
+    chart = view.charts["plan"]
+    plan = dash.report.plan
+    assert f"With steps 1-{len(plan)} applied" in view.plan_box.children[1].value
+    assert chart is view.plan_box.children[0]
+
+
 def test_cards_reuse_their_buttons_after_a_recompute(dash):
     dash.tabs.selected_index = 4
-    first = dash.views[4].box.children[0].children[1]
+    first = dash.views[4].cards_box.children[0].children[1]
     first.set_state({"status": "inserted", "num_clicks": 1})
     _front_end_selects(dash.batch, 64)
-    again = dash.views[4].box.children[0].children[1]
+    again = dash.views[4].cards_box.children[0].children[1]
     assert again is first and again.code == dash.report.recommendations[0].code
 
 

@@ -1,0 +1,88 @@
+"""The stacked plan on this CPU, applied and measured (issue #14).
+
+For a conv net, a transformer and an MLP (random weights, configs only): ``aa.advise`` on the
+benchmarked CPU (``hardware="local"``), then :func:`aiadvisor.verify_plan` applies the plan's
+generated code to copies of the model one step at a time and times each step against the one
+before it, in turns (median of several steps each). Prints predicted vs measured per step and
+cumulative.
+
+Goal (issue #14): a measured speedup of at least 1.3x on two of the three workloads, and
+predicted cumulative gains within 25 % of the measured ones.
+
+Run: ``PYTHONPATH=. python bench/plan_cpu.py [--mode infer|train] [--repeats 9]``. The machine
+is shared: timings move with its load; the turns keep the ratios steadier than the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import torch
+
+import aiadvisor as aa
+
+
+def conv_net(batch: int):
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    torch.manual_seed(0)
+    config = ResNetConfig(embedding_size=32, hidden_sizes=[32, 64, 128, 256],
+                          depths=[1, 1, 1, 1], layer_type="basic", num_labels=10)
+    return ResNetForImageClassification(config), torch.randn(batch, 3, 112, 112)
+
+
+def transformer(batch: int):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                        intermediate_size=1024, vocab_size=8000)
+    return BertModel(config), torch.randint(0, 8000, (batch, 128))
+
+
+def mlp(batch: int):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                              torch.nn.Linear(4096, 4096), torch.nn.GELU(),
+                              torch.nn.Linear(4096, 1024))
+    return net, torch.randn(batch, 1024)
+
+
+WORKLOADS = {"conv net (ResNet, 4 stages)": (conv_net, 16),
+             "transformer (BERT, 4 layers)": (transformer, 8),
+             "MLP (1024-4096-4096-1024)": (mlp, 256)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="infer", choices=("infer", "train"))
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, mode={args.mode}")
+    summary = []
+    for name, (build, batch) in WORKLOADS.items():
+        model, x = build(batch)
+        start = time.perf_counter()
+        report = aa.advise(model, x, mode=args.mode, hardware="local")
+        result = aa.verify_plan(model, x, report, warmup=args.warmup, repeats=args.repeats)
+        print(f"\n== {name}, batch {batch}: {len(report.recommendations)} steps "
+              f"({time.perf_counter() - start:.0f} s)")
+        print(result)
+        measured, predicted = result.measured_cumulative, result.predicted_cumulative
+        error = predicted / measured - 1
+        summary.append((name, measured, predicted, error))
+    print("\nworkload                          measured  predicted  predicted/measured - 1")
+    for name, measured, predicted, error in summary:
+        print(f"{name:<33} {measured:7.2f}x  {predicted:8.2f}x  {error:+8.0%}")
+    hits = sum(m >= 1.3 for _, m, _, _ in summary)
+    close = sum(abs(e) <= 0.25 for *_, e in summary)
+    print(f"\nmeasured >= 1.3x: {hits} of {len(summary)} (goal 2); predicted within 25 % of "
+          f"measured: {close} of {len(summary)} (goal {len(summary)})")
+
+
+if __name__ == "__main__":
+    main()
