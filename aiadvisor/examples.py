@@ -26,6 +26,47 @@ class DecoderConfig:
     style: str = "gpt2"
     """gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU)."""
     causal: bool = True
+    attention: str = "sdpa"
+    """sdpa (``F.scaled_dot_product_attention``: a fused, flash-style kernel where one runs) or
+    explicit (Megatron-LM's path before FlashAttention, 2022: a batched scores GEMM with the
+    ``1/sqrt(d)`` scale and the mask folded in, one softmax pass over the full ``t x s``
+    scores held in memory, then the values GEMM), for models trained on such stacks."""
+
+    def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_KINDS:
+            raise InvalidArgumentError(
+                f"DecoderConfig.attention={self.attention!r} is not valid: expected one of "
+                f"{', '.join(ATTENTION_KINDS)}."
+            )
+
+
+ATTENTION_KINDS = ("sdpa", "explicit")
+
+
+def _explicit_attention(q, k, v, mask, causal: bool):
+    """Attention as Megatron-LM ran it before FlashAttention: one ``baddbmm`` adding the mask
+    as a bias (``-inf`` where a token may not look) with the ``1/sqrt(d)`` scale folded in, one
+    softmax pass in the scores' own 16-bit type (its fused scale-mask-softmax kernel), then
+    ``bmm`` with the values. The ``t x s`` scores and probabilities live in memory."""
+    import torch
+
+    b, h, t, d = q.shape
+    s_len = k.shape[2]
+    # One copy each into (batch x heads, tokens, dim) at every batch size: ``reshape`` would
+    # copy only when batch > 1, and the profiler's batch scaling would count that wrongly.
+    qf, kf, vf = (z.contiguous().view(b * h, -1, d) for z in (q, k, v))
+    if mask is None and causal:
+        mask = torch.ones(t, s_len, dtype=torch.bool, device=q.device).tril(s_len - t)
+    if mask is None:
+        bias, beta = torch.zeros(1, 1, 1, dtype=q.dtype, device=q.device), 0.0
+    else:
+        bias = torch.zeros(1, t, s_len, dtype=q.dtype, device=q.device).masked_fill(
+            ~mask, float("-inf"))
+        beta = 1.0
+    scores = torch.baddbmm(bias, qf, kf.transpose(1, 2), beta=beta, alpha=d ** -0.5)
+    # dtype= keeps the softmax in the scores' type under autocast (which would run it in fp32).
+    probs = torch.softmax(scores, dim=-1, dtype=scores.dtype)
+    return torch.bmm(probs, vf).view(b, h, t, d)
 
 
 def _build_decoder(cfg: DecoderConfig):
@@ -66,7 +107,10 @@ def _build_decoder(cfg: DecoderConfig):
                 s_len = k.shape[2]
                 causal = False
                 mask = torch.ones(t, s_len, dtype=torch.bool, device=x.device).tril(s_len - t)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+            if cfg.attention == "explicit":
+                y = _explicit_attention(q, k, v, mask, causal)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
             return self.o_proj(y.transpose(1, 2).reshape(b, t, -1)), cache
 
     class MLP(nn.Module):

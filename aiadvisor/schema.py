@@ -408,19 +408,36 @@ class ParallelConfig:
     """Activation checkpointing: none, selective (attention only) or full (every block)."""
     grad_accum_steps: int = 1
     num_microbatches: int = 1
-    """Pipeline micro-batches per step (bubble fraction = (pp-1)/(m+pp-1))."""
+    """Pipeline micro-batches per step (bubble fraction = (pp-1)/(v*m+pp-1))."""
     ep_degree: int = 1
     """Expert parallel: each MoE layer's experts split over this many data-parallel devices
     (1: none). Only mixture-of-experts profiles can use more than 1."""
+    virtual_stages: int = 1
+    """Interleaved pipeline: model chunks per device (Megatron-LM's virtual pipeline stages,
+    Narayanan et al. 2021, sec. 2.2.2). ``v`` chunks of ``L / (pp * v)`` layers each shrink the
+    bubble to ``(pp-1)/(v*m)`` of the ideal step and multiply the stage-to-stage sends by ``v``;
+    ``num_microbatches`` must then be a multiple of ``pp_degree`` (Megatron's rule)."""
 
     def __post_init__(self) -> None:
-        for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps", "num_microbatches",
-                     "ep_degree"):
+        for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps",
+                     "num_microbatches", "ep_degree", "virtual_stages"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidArgumentError(
                     f"ParallelConfig.{name}={value!r} is not valid: expected an integer >= 1."
                 )
+        if self.virtual_stages > 1 and self.pp_degree == 1:
+            raise InvalidArgumentError(
+                f"ParallelConfig.virtual_stages={self.virtual_stages!r} needs a pipeline: "
+                "pp_degree is 1. Set pp_degree > 1 or virtual_stages=1."
+            )
+        if self.virtual_stages > 1 and self.num_microbatches % self.pp_degree:
+            raise InvalidArgumentError(
+                f"ParallelConfig.num_microbatches={self.num_microbatches!r} is not valid with "
+                f"virtual_stages={self.virtual_stages}: the interleaved schedule expects a "
+                f"multiple of pp_degree={self.pp_degree} (e.g. "
+                f"{self.pp_degree * max(1, self.num_microbatches // self.pp_degree)})."
+            )
         if self.zero_stage not in (0, 1, 2, 3):
             raise InvalidArgumentError(
                 f"ParallelConfig.zero_stage={self.zero_stage!r} is not valid: "
@@ -458,7 +475,8 @@ class ParallelConfig:
         if self.tp_degree > 1:
             parts.append(f"tp{self.tp_degree}")
         if self.pp_degree > 1:
-            parts.append(f"pp{self.pp_degree}")
+            virtual = f"v{self.virtual_stages}" if self.virtual_stages > 1 else ""
+            parts.append(f"pp{self.pp_degree}{virtual}")
         if self.ep_degree > 1:
             parts.append(f"ep{self.ep_degree}")
         if self.offload:

@@ -339,8 +339,11 @@ def communication(prof: ModelProfile, ops: OpArrays, precision: str, parallel: P
             # ranks sends 1/tp of the activations over its own link and the next stage
             # all-gathers them over NVLink (Megatron's scatter/gather optimisation, Narayanan
             # et al. 2021, sec. 4.1; with sequence parallelism they are already split).
+            # Interleaved (v virtual stages): each micro-batch passes v chunk boundaries per
+            # device and direction, so v times the sends of the same size.
             p2p = msg / tp if nets is not None else msg
-            total += micro * directions * coll("send_recv", p2p, 2, tp * dp * pp / 2, tp * pp)
+            sends = micro * directions * parallel.virtual_stages
+            total += sends * coll("send_recv", p2p, 2, tp * dp * pp / 2, tp * pp)
     if parallel.offload and train:
         shard = dp if parallel.zero_stage >= 1 else 1
         pcie_bytes = (grad_bytes + prof.num_params * param_elem / (tp * pp)) / shard
@@ -391,7 +394,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     stage_s = sums["compute"] + sums["memory"] + sums["overhead"]
     if opt.any():
         stage_s = stage_s - sum((parts[k] * mult)[..., opt].sum(axis=-1) for k in parts)
-    bubble = bubble_fraction(parallel.pp_degree, parallel.num_microbatches)
+    bubble = bubble_fraction(parallel.pp_degree, parallel.num_microbatches,
+                             parallel.virtual_stages)
     overhead = sums["overhead"] + stage_s * bubble / (1 - bubble)
     memory = sums["memory"]
     if parallel.offload and prof.mode == "train" and opt.any():

@@ -164,22 +164,27 @@ def exposed_time_s(comm_s, window_s, *, overlap=0.8, min_exposed_s=None):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def bubble_fraction(pp_degree: int, num_microbatches: int) -> float:
-    """Idle fraction of a 1F1B / GPipe pipeline step: ``(pp - 1) / (m + pp - 1)``.
+def bubble_fraction(pp_degree: int, num_microbatches: int, virtual_stages: int = 1) -> float:
+    """Idle fraction of a 1F1B / GPipe pipeline step: ``(pp - 1) / (v m + pp - 1)``.
 
-    The step takes ``ideal / (1 - bubble)`` = ``ideal * (m + pp - 1) / m``.
+    The step takes ``ideal / (1 - bubble)`` = ``ideal * (1 + (pp - 1) / (v m))``. With ``v``
+    virtual stages per device (Megatron-LM's interleaved 1F1B, Narayanan et al. 2021,
+    sec. 2.2.2) each of the ``pp - 1`` fill/drain slots lasts one chunk of ``1 / v`` of a
+    stage, so the bubble shrinks ``v``-fold; ``v = 1`` is plain 1F1B.
 
     >>> bubble_fraction(4, 1)   # 3 / 4: one micro-batch keeps one stage of four busy
     0.75
     >>> bubble_fraction(4, 12)  # 3 / 15
     0.2
+    >>> bubble_fraction(4, 12, 2)  # 3 / 27: half the bubble time of plain 1F1B
+    0.1111111111111111
     """
-    if pp_degree < 1 or num_microbatches < 1:
+    if pp_degree < 1 or num_microbatches < 1 or virtual_stages < 1:
         raise InvalidArgumentError(
-            f"pp_degree={pp_degree!r}, num_microbatches={num_microbatches!r} are not valid: "
-            "expected integers >= 1."
+            f"pp_degree={pp_degree!r}, num_microbatches={num_microbatches!r}, "
+            f"virtual_stages={virtual_stages!r} are not valid: expected integers >= 1."
         )
-    return (pp_degree - 1) / (num_microbatches + pp_degree - 1)
+    return (pp_degree - 1) / (virtual_stages * num_microbatches + pp_degree - 1)
 
 
 #: Fixed latency of one all-to-all call (NCCL's grouped send/recv), seconds: an assumed figure

@@ -183,7 +183,8 @@ def _config_from_row(row: Any) -> ParallelConfig:
                           offload=bool(row["offload"]), checkpointing=str(row["checkpointing"]),
                           grad_accum_steps=int(row["grad_accum_steps"]),
                           num_microbatches=int(row["num_microbatches"]),
-                          ep_degree=int(row.get("ep", 1)))
+                          ep_degree=int(row.get("ep", 1)),
+                          virtual_stages=int(row.get("virtual_stages", 1)))
 
 
 def _effective_precision(spec: HardwareSpec, requested: str, mode: str,

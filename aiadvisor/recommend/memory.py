@@ -312,11 +312,21 @@ def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
 
     Pipeline 1F1B: the first stage holds ``min(pp, m)`` micro-batches in flight over its
     ``L / pp`` layers, as much as ``L`` layers of one micro-batch (Korthikanti et al., sec. 4.2).
+    Interleaved (``v`` virtual stages): Megatron's schedule warms the first device up with
+    ``2 (pp - 1) + (v - 1) pp`` chunks of ``L / (pp v)`` layers, plus the one running, so it
+    holds ``((v + 1) pp - 1) / v`` stages' worth (at most all ``m v`` chunks), i.e. ``pp``
+    times ``1 + (pp - 1) / (pp v)`` (Korthikanti et al. 2022, sec. 4.2.3).
     Tensor parallel with sequence parallelism divides every activation by ``tp``.
     """
     p = parts.at_batch(micro_batch) if micro_batch != parts.batch_size else parts
-    tp, pp = config.tp_degree, config.pp_degree
-    in_flight = min(pp, config.num_microbatches) if pp > 1 else 1
+    tp, pp, v = config.tp_degree, config.pp_degree, config.virtual_stages
+    m = config.num_microbatches
+    if pp == 1:
+        in_flight = 1
+    elif v == 1:
+        in_flight = min(pp, m)
+    else:
+        in_flight = min((v + 1) * pp - 1, m * v) / v
     layers = math.ceil(p.num_blocks / pp) if p.num_blocks else 0
     if config.checkpointing == "full" and p.num_blocks:
         blocks = layers * in_flight * p.block_input_bytes + p.block_per_batch_bytes

@@ -46,7 +46,8 @@ MAX_DEVICES = 1 << 16
 
 COLUMNS = [
     "strategy", "dp", "tp", "pp", "zero_stage", "offload", "checkpointing", "grad_accum_steps",
-    "num_microbatches", "micro_batch_size", "global_batch_size", "weights_bytes", "grads_bytes",
+    "num_microbatches", "virtual_stages", "micro_batch_size", "global_batch_size",
+    "weights_bytes", "grads_bytes",
     "optimizer_bytes", "activations_bytes", "buffers_bytes", "memory_per_device_bytes",
     "device_memory_bytes", "usable_memory_bytes", "fits", "cpu_memory_per_node_bytes",
     "step_time_s", "step_time_low_s", "step_time_high_s", "throughput", "communication_s",
@@ -102,7 +103,16 @@ def pipeline_microbatches(pp: int, replica_batch: int) -> int:
     return max(d for d in _divisors(replica_batch) if d <= MICROBATCHES_PER_STAGE * pp)
 
 
-def _base_configs(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
+def _interleave(prof: ModelProfile, pp: int, num_microbatches: int, virtual_stages: int) -> int:
+    """``virtual_stages`` where Megatron-LM's interleaved schedule can run it: the blocks
+    split into ``pp * v`` equal chunks and the micro-batches a multiple of ``pp``; else 1."""
+    if pp == 1 or virtual_stages == 1 or num_microbatches % pp:
+        return 1
+    return virtual_stages if prof.num_blocks % (pp * virtual_stages) == 0 else 1
+
+
+def _base_configs(prof: ModelProfile, num_devices: int, virtual_stages: int = 1
+                  ) -> list[ParallelConfig]:
     configs = []
     for tp, pp in _model_splits(prof, num_devices):
         dp = num_devices // (tp * pp)
@@ -112,9 +122,11 @@ def _base_configs(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
             # DeepSpeed does not run ZeRO-2/3 under pipeline parallelism).
             stages = tuple(s for s in stages if s <= 1)
         m = pipeline_microbatches(pp, tp * pp * prof.batch_size)
+        v = _interleave(prof, pp, m, virtual_stages)
         for stage in stages:
             configs.append(ParallelConfig(dp_degree=dp, tp_degree=tp, pp_degree=pp,
-                                          zero_stage=stage, num_microbatches=m))
+                                          zero_stage=stage, num_microbatches=m,
+                                          virtual_stages=v))
     return configs
 
 
@@ -178,8 +190,8 @@ def _roomy(prof, num_devices, *, precision, parts, capacity_bytes) -> bool:
 
 
 def enumerate_plans(prof: ModelProfile, *, num_devices: int, precision: str,
-                    capacity_bytes: float, parts: ActivationParts | None = None
-                    ) -> list[PlanRow]:
+                    capacity_bytes: float, parts: ActivationParts | None = None,
+                    virtual_stages: int = 1) -> list[PlanRow]:
     """Every base plan (fits or not) plus, for each base that does not fit, the first variant
     that does (checkpointing, accumulation, then offload); memory only, no timing. Tensor and
     pipeline parallel plans are skipped when plain data parallel fits with room to spare
@@ -188,7 +200,7 @@ def enumerate_plans(prof: ModelProfile, *, num_devices: int, precision: str,
     roomy = _roomy(prof, num_devices, precision=precision, parts=parts,
                    capacity_bytes=capacity_bytes)
     rows = []
-    for base in _base_configs(prof, num_devices):
+    for base in _base_configs(prof, num_devices, virtual_stages):
         if roomy and (base.tp_degree > 1 or base.pp_degree > 1):
             continue
         row = _evaluate(prof, base, precision=precision, parts=parts,
@@ -261,7 +273,8 @@ def _row_notes(row: PlanRow, prof: ModelProfile, spec: HardwareSpec) -> list[str
         notes.append("tensor parallel assumes sequence parallelism (activations / tp)")
     if c.pp_degree > 1:
         notes.append(f"pipeline: {c.num_microbatches} micro-batches of {row.micro_batch} per "
-                     "replica")
+                     "replica" + (f", interleaved: {c.virtual_stages} virtual stages per device"
+                                  if c.virtual_stages > 1 else ""))
     return notes
 
 
@@ -279,6 +292,7 @@ def _to_row(row: PlanRow, prof: ModelProfile, spec: HardwareSpec, outcome) -> di
         "strategy": c.label, "dp": c.dp_degree, "tp": c.tp_degree, "pp": c.pp_degree,
         "zero_stage": c.zero_stage, "offload": c.offload, "checkpointing": c.checkpointing,
         "grad_accum_steps": c.grad_accum_steps, "num_microbatches": c.num_microbatches,
+        "virtual_stages": c.virtual_stages,
         "micro_batch_size": row.micro_batch,
         "global_batch_size": global_batch(c, prof.batch_size),
         "weights_bytes": int(m.weights_bytes), "grads_bytes": int(m.grads_bytes),
@@ -342,7 +356,8 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
                   precision: str = "bf16", fabric: Any = None,
                   node_size: int | None = None, ep_degrees: int | list[int] | None = None,
                   moe_imbalance: float | None = None,
-                  nic_gbs_per_node: float | None = None) -> pd.DataFrame:
+                  nic_gbs_per_node: float | None = None,
+                  virtual_stages: int = 1) -> pd.DataFrame:
     """Rank the ways to run one step of ``prof`` on ``num_devices`` devices.
 
     Parameters
@@ -376,6 +391,12 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     nic_gbs_per_node : float, optional
         NIC bandwidth per node across nodes, GB/s per direction, for EP's all-to-all
         (default: the node's NICs at the fabric's efficiency, from ``fabric``/``node_size``).
+    virtual_stages : int, default 1
+        Interleaved pipeline schedule (Megatron-LM's virtual stages): pipeline plans whose
+        blocks split into ``pp * virtual_stages`` equal chunks and whose micro-batch count is
+        a multiple of ``pp`` run ``virtual_stages`` model chunks per device, with the bubble
+        ``(pp - 1) / (v m + pp - 1)`` and ``v`` times the stage-to-stage sends; other pipeline
+        plans stay plain 1F1B (the ``virtual_stages`` column says which).
 
     Returns
     -------
@@ -402,6 +423,12 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     )
 
     _check(prof, num_devices, precision)
+    if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, int) \
+            or virtual_stages < 1:
+        raise InvalidArgumentError(
+            f"virtual_stages={virtual_stages!r} is not valid: expected an integer >= 1 "
+            "(model chunks per pipeline device; 1 = plain 1F1B)."
+        )
     ep = check_ep_degrees(prof, ep_degrees, num_devices=num_devices)
     imbalance = check_moe_imbalance(prof, moe_imbalance)
     spec = resolve(hardware)
@@ -415,14 +442,16 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
                                parts=activation_parts(prof, precision=precision),
                                predictor=Predictor(fabric=fabric, node_size=node_size),
-                               ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic)
+                               ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic,
+                               virtual_stages=virtual_stages)
 
 
 def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int,
                         precision: str, parts: ActivationParts,
                         predictor: Predictor, ep_degrees: list[int] | None = None,
                         moe_imbalance: float | None = None,
-                        nic_gbs_per_node: float | None = None) -> pd.DataFrame:
+                        nic_gbs_per_node: float | None = None,
+                        virtual_stages: int = 1) -> pd.DataFrame:
     """:func:`plan_parallel` with a resolved spec, precomputed activation parts and a shared
     prediction cache (what ``advise`` uses). ``ep_degrees=None`` tries every valid EP degree
     of a mixture-of-experts profile."""
@@ -433,7 +462,7 @@ def plan_parallel_table(prof: ModelProfile, *, spec: HardwareSpec, num_devices: 
     # Unknown memory (a CPU row of the catalog): assume it fits, and say so in the notes.
     capacity = spec.memory_bytes if spec.memory_bytes is not None else math.inf
     rows = enumerate_plans(prof, num_devices=num_devices, precision=precision,
-                           capacity_bytes=capacity, parts=parts)
+                           capacity_bytes=capacity, parts=parts, virtual_stages=virtual_stages)
     records = []
     for row in rows:
         outcome = _predict(prof, spec, precision, row, predictor) if row.fits else None

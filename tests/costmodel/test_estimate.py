@@ -74,3 +74,14 @@ def test_bubble_fraction_by_hand():
     assert bubble_fraction(8, 32) == pytest.approx(7 / 39)
     with pytest.raises(AIAdvisorError):
         bubble_fraction(0, 4)
+
+
+def test_interleaved_bubble_by_hand():
+    # Megatron-LM (Narayanan et al. 2021, sec. 2.2.2): bubble time (pp - 1) / (v m) of the
+    # ideal step. pp 16, m 32, v 4: 15 / 128 of the ideal -> fraction 15 / (128 + 15).
+    assert bubble_fraction(16, 32, 4) == pytest.approx(15 / 143)
+    f = bubble_fraction(4, 8, 2)
+    assert f / (1 - f) == pytest.approx(3 / 16)     # half of plain 1F1B's 3 / 8
+    assert bubble_fraction(4, 8, 1) == bubble_fraction(4, 8)
+    with pytest.raises(AIAdvisorError, match="virtual_stages=0"):
+        bubble_fraction(4, 8, 0)

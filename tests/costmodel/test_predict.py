@@ -190,6 +190,37 @@ def test_pipeline_bubble_by_hand(spec, exact_model):
     assert pp8.step_time_s == pytest.approx(stage * 11 / 8 + 8 * p2p8, rel=1e-6)
 
 
+def test_interleaved_pipeline_by_hand(spec, exact_model):
+    # As above with 8 blocks, pp=4, m=8: each stage runs 8 calls of 1/8 the work, 0.282 ms.
+    # Plain 1F1B: bubble 3/8 of the ideal, 8 sends of 1/8 MB. Interleaved with v=2 chunks of
+    # 1 block per device: bubble (pp-1)/(v m) = 3/16 of it and each micro-batch crosses
+    # 2 chunk boundaries per device: 16 sends of the same size.
+    prof = make_profile([op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9,
+                            count=4)], num_blocks=8, block_output_bytes=1_000_000)
+    c = load_model().collectives
+    stage = 8 * (0.25e-3 / 8 + 4e-6)
+    p2p8 = c.alpha_s["send_recv"] + 1.25e5 / (450e9 * c.intra_node_efficiency)
+    kw = {"hardware": spec, "precision": "fp32", "num_devices": 4, "model": exact_model}
+    plain = predict(prof, parallel=ParallelConfig(pp_degree=4, num_microbatches=8), **kw)
+    inter = predict(prof, parallel=ParallelConfig(pp_degree=4, num_microbatches=8,
+                                                  virtual_stages=2), **kw)
+    assert plain.step_time_s == pytest.approx(stage * (1 + 3 / 8) + 8 * p2p8, rel=1e-6)
+    assert inter.step_time_s == pytest.approx(stage * (1 + 3 / 16) + 16 * p2p8, rel=1e-6)
+    assert inter.communication_s == pytest.approx(2 * plain.communication_s, rel=1e-9)
+
+
+def test_interleaved_config_checks():
+    assert ParallelConfig(dp_degree=2, pp_degree=4, num_microbatches=8,
+                          virtual_stages=2).label == "ddp2+pp4v2"
+    with pytest.raises(InvalidArgumentError, match="needs a pipeline"):
+        ParallelConfig(virtual_stages=2)
+    # Megatron's interleaved schedule runs micro-batches in groups of pp.
+    with pytest.raises(InvalidArgumentError, match="multiple of pp_degree=4"):
+        ParallelConfig(pp_degree=4, num_microbatches=6, virtual_stages=2)
+    with pytest.raises(InvalidArgumentError, match="virtual_stages=0"):
+        ParallelConfig(pp_degree=4, virtual_stages=0)
+
+
 def test_activation_checkpointing_recompute(spec, exact_model):
     fwd = op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9)     # 1 ms + 4 us
     attn = op("aten._scaled_dot_product_flash_attention", "attention", "forward",

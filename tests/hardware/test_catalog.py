@@ -507,3 +507,11 @@ def test_a_bad_segment_names_the_choices(tmp_path):
     with pytest.raises(HardwareCatalogError) as info:
         catalog(_csv(tmp_path, "name,segment\nX,cloud\n"))
     assert "column 'segment'" in str(info.value) and "datacenter, workstation" in str(info.value)
+
+
+def test_tpu_v4_ici_is_the_pod_all_reduce_bandwidth_per_chip():
+    # Cloud TPU v4 docs: "All-reduce bandwidth per Pod 1.1 PB/s", 4096 chips per pod:
+    # 1.1e15 / 4096 = 268.6e9 bytes/s per chip.
+    spec = get("TPU v4")
+    assert spec.interconnect_bw_gbs == pytest.approx(1.1e15 / 4096 / 1e9, abs=0.05)
+    assert "1.1 PB/s" in spec.notes and "DERIVED" in spec.notes

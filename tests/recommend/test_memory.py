@@ -100,6 +100,19 @@ def test_pipeline_first_stage_holds_pp_microbatches():
     assert m.activations_bytes == pytest.approx(5 * 2 * 1e8 / 4 + 5e7 / 4)
 
 
+def test_interleaved_first_stage_holds_more_chunks():
+    # 10 blocks, pp=2, v=5: chunks of 1 block. Megatron's interleaved warm-up on the first
+    # device runs 2 (pp - 1) + (v - 1) pp = 2 + 8 = 10 chunk forwards before its first
+    # backward, plus the one running: 11 blocks of one micro-batch (1e8 / 4 each), against
+    # 5 blocks x 2 in flight = 10 without interleaving (Korthikanti et al.: x (1 + (p-1)/(p v))
+    # = 1.1).
+    m = _mem(ParallelConfig(dp_degree=4, pp_degree=2, num_microbatches=8, virtual_stages=5))
+    assert m.activations_bytes == pytest.approx(11 * 1e8 / 4 + 5e7 / 4)
+    # Only 2 micro-batches: all 2 x 5 chunks are in flight at most -> 10 blocks.
+    m2 = _mem(ParallelConfig(dp_degree=4, pp_degree=2, num_microbatches=2, virtual_stages=5))
+    assert m2.activations_bytes == pytest.approx(10 * 1e8 / 4 * 4 + 5e7)
+
+
 def test_full_checkpointing_keeps_block_inputs_plus_one_block():
     m = _mem(ParallelConfig(dp_degree=8, zero_stage=3, checkpointing="full"))
     assert m.activations_bytes == pytest.approx(10 * 1e7 + 1e8 + 5e7)
