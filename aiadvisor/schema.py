@@ -85,11 +85,21 @@ class MemoryBreakdown:
     peak_bytes: int
     temporaries_bytes: int = 0
     """Peak minus everything persistent at that moment: short-lived workspaces."""
+    process_bytes: int | None = None
+    """What the process shows at the step's peak, beyond the allocator-level ``peak_bytes``:
+    the CPU resident set (RSS) for a model on the CPU, ``torch.cuda.max_memory_reserved()`` for
+    one on a CUDA device; ``process_label`` says which and how it was estimated. None when it
+    cannot be estimated (no psutil, another device)."""
+    process_label: str = ""
+    cuda_reserved_bytes: int = 0
+    """``torch.cuda.max_memory_reserved()`` the same step would show on a CUDA device
+    (estimated: caching-allocator blocks, segment slack, cuBLAS workspace)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
             self, "weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
-            "inputs_bytes", "peak_bytes", "temporaries_bytes",
+            "inputs_bytes", "peak_bytes", "temporaries_bytes", "process_bytes",
+            "cuda_reserved_bytes",
         )
 
     @property

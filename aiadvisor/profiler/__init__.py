@@ -128,6 +128,10 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
                      precision=precision, model_name=model_name, notes=notes)
     _record_experts(static, experts, imbalance)
     _record_position_limit(static, model, spec.seq_len)
+    from .process import facts
+
+    static["process"] = facts(model, spec, result, mode=mode, optimizer=static["optimizer"],
+                              device=static["device"])
     base = (spec.batch_size, spec.seq_len)
     dyn = _dynamic(result, plan, static)
     fitted = None

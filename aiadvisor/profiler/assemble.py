@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..estimate.process_memory import process_estimate
 from ..schema import MemoryBreakdown, ModuleRecord, MoERouting, OpRecord
 from .scaling import TracedProfile
 
@@ -57,11 +58,14 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     peak = max(peak_fwd_bwd + (opt if train else 0), peak_opt, weights + inputs)
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
+    process = process_estimate(static.get("process", {}), mode=static["mode"],
+                               peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs)
     memory = MemoryBreakdown(
         weights_bytes=weights, grads_bytes=grads if train else 0,
         optimizer_bytes=opt if train else 0,
         activations_bytes=max(0, activations), inputs_bytes=inputs, peak_bytes=peak,
-        temporaries_bytes=temporaries,
+        temporaries_bytes=temporaries, process_bytes=process.process_bytes,
+        process_label=process.label, cuda_reserved_bytes=process.cuda_reserved_bytes,
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
     return TracedProfile(

@@ -202,6 +202,10 @@ class Recorder(TorchDispatchMode):
         self._refs: dict[int, weakref.finalize] = {}
         self.notes: set[str] = set()
         """What the trace did differently from a real step (said in ``prof.notes``)."""
+        self.events: list[tuple[int, int]] = []
+        """Storages created during the step (not weights or inputs), in order: ``(key,
+        nbytes)`` when created, ``(key, 0)`` when freed; replayed through a model of the
+        process's allocator (:mod:`aiadvisor.estimate.process_memory`)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
@@ -215,6 +219,8 @@ class Recorder(TorchDispatchMode):
             nbytes = _storage_nbytes(t)
         self.storages[key] = (category, nbytes, module, self.phase)
         self.memory.add(category, nbytes)
+        if category not in ("weights", "inputs"):
+            self.events.append((key, nbytes))
         self._refs[key] = weakref.finalize(st, self._free, key)
 
     def _free(self, key: int) -> None:
@@ -222,6 +228,8 @@ class Recorder(TorchDispatchMode):
         self._refs.pop(key, None)
         if entry is not None:
             self.memory.sub(entry[0], entry[1])
+            if entry[0] not in ("weights", "inputs"):
+                self.events.append((key, 0))
 
     def live_by(self, index: int) -> dict:
         """Live bytes grouped by field ``index`` of the storage entries (0 category, 2 module)."""

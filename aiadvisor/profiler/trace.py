@@ -36,6 +36,8 @@ class TraceResult:
     compute_dtype: str = "float32"
     real_batch_size: int = 0
     notes: tuple[str, ...] = ()
+    alloc_events: tuple[tuple[int, int], ...] = ()
+    """Storages created and freed during the step, in order (``Recorder.events``)."""
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -189,6 +191,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         max_param_bytes=max_param, block_activation_bytes=block_act,
         block_output_bytes=block_out[0] if block_out else 0,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
+        alloc_events=tuple(recorder.events),
     )
 
 
