@@ -223,6 +223,16 @@ class Prediction:
     mfu: float | None = None
     """Model FLOPs utilisation: FLOPs per step / (step time x dense peak x devices)."""
     notes: tuple[str, ...] = ()
+    host_s: float = 0.0
+    """Host time of the step in eager PyTorch (Python, dispatcher, autograd, kernel launches):
+    on a CPU part of the step, on an accelerator overlapped with the device."""
+    host_bound: bool = False
+    """True when issuing the kernels takes longer than running them (the device idles)."""
+    graphs_step_s: float | None = None
+    """The step with CUDA graphs / ``torch.compile(mode="reduce-overhead")``, which remove the
+    per-kernel host work; None where not applicable (CPU, graph-compiled devices)."""
+    stack: str = "eager PyTorch (as you run it)"
+    """The software stack the prediction assumes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,6 +346,11 @@ class ModelProfile:
     to; equal to ``num_params`` for a dense model (the default when not given)."""
     moe: MoERouting | None = None
     """Expert routing of a mixture-of-experts model, None for a dense model."""
+    num_module_calls: int = 0
+    """``nn.Module`` forward calls in one step (each costs host time in eager PyTorch)."""
+    num_view_ops_forward: int = 0
+    """View ops (reshape, transpose, ...) in the forward: no kernel, but host dispatch."""
+    num_view_ops_backward: int = 0
 
     def __post_init__(self) -> None:
         if self.num_active_params is None:

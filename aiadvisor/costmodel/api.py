@@ -171,9 +171,14 @@ def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool, str
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
+    host = None
+    if spec.kind == "cpu" and cal is not None:
+        from ..hardware.host import host_costs
+
+        host = [host_costs()]
     parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
-                       curves=[cal] if cal else None)
+                       curves=[cal] if cal else None, host_costs=host)
     return parts, cal is not None, note
 
 
@@ -272,6 +277,10 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     mfu_note = _mfu_note(prof, spec, precision, mfu)
     if mfu_note:
         all_notes.append(mfu_note)
+    host_s = float(parts.host_s[1, 0]) if parts.host_s is not None else 0.0
+    graphs = float(parts.graphs_s[1, 0]) if parts.graphs_s is not None else float("nan")
+    host_bound = bool(np.isfinite(graphs) and host_s > graphs)
+    all_notes.append(_host_note(spec, host_s, graphs, host_bound))
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -279,8 +288,25 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         bound=max(breakdown, key=breakdown.get), confidence=confidence,
         compute_s=breakdown["compute"], memory_s=breakdown["memory"],
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
-        mfu=mfu, notes=tuple(all_notes),
+        mfu=mfu, notes=tuple(all_notes), host_s=host_s, host_bound=host_bound,
+        graphs_step_s=None if np.isnan(graphs) else graphs,
+        stack="eager PyTorch (as you run it)",
     )
+
+
+def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool) -> str:
+    if np.isfinite(graphs_s):
+        what = ("host-bound: the device waits for Python to issue kernels" if host_bound else
+                "the device is the bottleneck; the host keeps up")
+        return (f"Eager PyTorch issues the step's kernels in {host_s * 1e3:.3g} ms of host time "
+                f"({what}; published per-kernel figure, estimated). With CUDA graphs "
+                f"(torch.compile(mode=\"reduce-overhead\")) the step would take about "
+                f"{graphs_s * 1e3:.3g} ms.")
+    if spec.kind == "cpu" and host_s > 0:
+        return (f"Host work on this CPU (dispatch, autograd, module calls and views, measured "
+                f"per event): {host_s * 1e3:.3g} ms of the step, on the same threads as the "
+                "kernels.")
+    return "No host-side model for this device (graph-compiled, or no measured host costs)."
 
 
 def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,

@@ -363,6 +363,12 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         mult = n if is_block_module(module, plan) else 1
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
+    for (module, phase), count in result.views.items():
+        key = assemble.SEP.join(("host", "views", phase))
+        dyn[key] = dyn.get(key, 0.0) + count * (n if is_block_module(module, plan) else 1)
+    calls = assemble.SEP.join(("host", "modules"))
+    dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
+                           for m, c in result.module_calls.items()))
     extra_blocks = (n - 1) * result.block_activation_bytes
     # Weights not in the trace (the other n-1 blocks) and, in inference, the change of storage
     # format are static; their gradients are the traced gradients scaled the same way.

@@ -88,6 +88,9 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         notes=tuple(static["notes"]),
         num_active_params=static.get("num_active_params"),
         moe=_moe_routing(static.get("moe"), batch_size=batch_size, seq_len=seq_len),
+        num_module_calls=round(dyn.get(SEP.join(("host", "modules")), 0.0)),
+        num_view_ops_forward=round(dyn.get(SEP.join(("host", "views", "forward")), 0.0)),
+        num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),
     )
 
 

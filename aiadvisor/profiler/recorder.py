@@ -147,12 +147,16 @@ class ModuleStack:
         self.stack: list[str] = [""]
         self.post_forward = None
         self._handles: list = []
+        self.calls: dict[str, int] = {}
+        """Forward calls per module name (host cost: each ``nn.Module.__call__``)."""
 
     def __enter__(self):
         from torch.nn.modules import module as module_mod
 
         def pre(mod, _args):
-            self.stack.append(self.names.get(id(mod), self.stack[-1]))
+            name = self.names.get(id(mod), self.stack[-1])
+            self.calls[name] = self.calls.get(name, 0) + 1
+            self.stack.append(name)
 
         def post(mod, args, output):
             if len(self.stack) > 1:
@@ -202,6 +206,8 @@ class Recorder(TorchDispatchMode):
         self._refs: dict[int, weakref.finalize] = {}
         self.notes: set[str] = set()
         """What the trace did differently from a real step (said in ``prof.notes``)."""
+        self.views: dict[tuple[str, str], int] = {}
+        """View ops (no kernel, no bytes, but host dispatch) per (module, phase)."""
         self.events: list[tuple[int, int]] = []
         """Storages created during the step (not weights or inputs), in order: ``(key,
         nbytes)`` when created, ``(key, 0)`` when freed; replayed through a model of the
@@ -283,6 +289,8 @@ class Recorder(TorchDispatchMode):
         out_tensors = [t for t in flat_out if isinstance(t, torch.Tensor)]
         module = self.modules.current(self.phase)
         if packet in VIEW_PACKETS:
+            key = (module, self.phase)
+            self.views[key] = self.views.get(key, 0) + 1
             return
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]
