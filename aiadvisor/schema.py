@@ -233,6 +233,9 @@ class Prediction:
     per-kernel host work; None where not applicable (CPU, graph-compiled devices)."""
     stack: str = "eager PyTorch (as you run it)"
     """The software stack the prediction assumes."""
+    attention_backend: str = "none"
+    """The ``scaled_dot_product_attention`` backend assumed: ``flash``, ``mem-efficient``,
+    ``as traced`` (the trace's own kernels) or ``none`` (the model makes no SDPA call)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,6 +287,28 @@ class MoERouting:
     def max_tokens_per_expert(self) -> float:
         """Tokens of the most loaded expert per layer in one step."""
         return self.tokens_per_expert * self.imbalance
+
+
+@dataclass(frozen=True, kw_only=True)
+class SDPAGroup:
+    """The ``scaled_dot_product_attention`` calls of one module in one step.
+
+    The trace records the kernel the tracing device chose (on a CPU or meta trace often the math
+    path: two matmuls, softmax and dropout, with ``T x T`` scores) under the pseudo-module
+    ``module``; the cost model re-costs the group as the target device runs it.
+    """
+
+    module: str
+    """Pseudo-module of the calls' ops, ``<calling module>.[sdpa]``."""
+    calls: int
+    io_bytes: float
+    """Bytes of query, key, value and output over all calls (what a fused kernel moves)."""
+    lse_bytes: float
+    """Bytes of the row-wise log-sum-exp a flash kernel keeps for backward (FP32)."""
+    dropout: bool
+    saved_bytes: float = 0.0
+    """Bytes the traced kernels saved for backward (training): for the math path, the ``T x T``
+    probabilities and dropout mask among them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,6 +371,8 @@ class ModelProfile:
     to; equal to ``num_params`` for a dense model (the default when not given)."""
     moe: MoERouting | None = None
     """Expert routing of a mixture-of-experts model, None for a dense model."""
+    sdpa: tuple[SDPAGroup, ...] = ()
+    """``scaled_dot_product_attention`` calls, per calling module."""
     num_module_calls: int = 0
     """``nn.Module`` forward calls in one step (each costs host time in eager PyTorch)."""
     num_view_ops_forward: int = 0

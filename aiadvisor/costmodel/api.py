@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
+from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
 from .facts import matmul_fraction
 from .local import LocalCalibration
@@ -30,19 +31,26 @@ from .predict import StepParts, step_parts
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
 MFU_BAND = (0.25, 0.65)
 
-_OPS_CACHE: dict[int, tuple[ModelProfile, OpArrays]] = {}
+_OPS_CACHE: dict[tuple[int, bool], tuple[ModelProfile, OpArrays]] = {}
 
 
-def _ops(prof: ModelProfile) -> OpArrays:
-    """Op arrays of ``prof``, cached by identity (planners call many times per profile)."""
-    hit = _OPS_CACHE.get(id(prof))
+def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
+    """Op arrays of ``prof``, cached by identity (planners call many times per profile);
+    ``fused``: with each SDPA call costed as a fused kernel (:mod:`.attention`)."""
+    fused = fused and has_sdpa(prof)
+    key = (id(prof), fused)
+    hit = _OPS_CACHE.get(key)
     if hit is not None and hit[0] is prof:
         return hit[1]
     if len(_OPS_CACHE) >= 16:
         _OPS_CACHE.pop(next(iter(_OPS_CACHE)))
-    arrays = op_arrays(prof)
-    _OPS_CACHE[id(prof)] = (prof, arrays)
+    arrays = fused_op_arrays(prof) if fused else op_arrays(prof)
+    _OPS_CACHE[key] = (prof, arrays)
     return arrays
+
+
+def _backend(prof: ModelProfile, spec: HardwareSpec, precision: str) -> str:
+    return attention_backend(spec, precision) if has_sdpa(prof) else "none"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -176,7 +184,8 @@ def _parts(prof, spec, precision, parallel, model) -> tuple[StepParts, bool, str
         from ..hardware.host import host_costs
 
         host = [host_costs()]
-    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
+    fused = _backend(prof, spec, precision) not in ("none", "as traced")
+    parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None, host_costs=host)
     return parts, cal is not None, note
@@ -281,6 +290,10 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     graphs = float(parts.graphs_s[1, 0]) if parts.graphs_s is not None else float("nan")
     host_bound = bool(np.isfinite(graphs) and host_s > graphs)
     all_notes.append(_host_note(spec, host_s, graphs, host_bound))
+    backend = _backend(prof, spec, precision)
+    note = _attention_note(prof, backend)
+    if note:
+        all_notes.append(note)
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -290,8 +303,23 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
         mfu=mfu, notes=tuple(all_notes), host_s=host_s, host_bound=host_bound,
         graphs_step_s=None if np.isnan(graphs) else graphs,
-        stack="eager PyTorch (as you run it)",
+        stack="eager PyTorch (as you run it)", attention_backend=backend,
     )
+
+
+def _attention_note(prof: ModelProfile, backend: str) -> str | None:
+    if backend == "none":
+        return None
+    calls = sum(g.calls for g in prof.sdpa)
+    if backend == "as traced":
+        return (f"Attention: {calls} scaled_dot_product_attention calls costed as traced "
+                f"({prof.path} trace on {prof.device}).")
+    saving = fused_memory_saving_bytes(prof)
+    memory = (f"; it does not keep the math path's T x T tensors, {saving / 2**20:.3g} MiB "
+              "fewer saved for backward than the trace counts" if saving > 0 else "")
+    return (f"Attention: {calls} scaled_dot_product_attention calls costed as PyTorch's "
+            f"{backend} kernel on this GPU (one fused op per call, no T x T scores in memory)"
+            f"{memory}.")
 
 
 def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool) -> str:
@@ -380,6 +408,45 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
                  "communication_s", "overhead_s", "mfu"]
 
 
+def _table_parts(prof, specs, precision, parallel, devs, model) -> StepParts:
+    """Step parts of every device; devices that run SDPA as a fused kernel get the fused op
+    arrays (:mod:`.attention`), the others the traced ones."""
+    fused = np.array([_backend(prof, s, precision) not in ("none", "as traced") for s in specs])
+    measured = precision in MEASURED_PRECISIONS
+    if fused.all() or not fused.any():
+        return step_parts(prof, _ops(prof, fused=bool(fused.any())), precision, parallel, devs,
+                          model, measured_precision=measured)
+    out = None
+    for flag in (True, False):
+        idx = np.flatnonzero(fused == flag)
+        sub = step_parts(prof, _ops(prof, fused=flag), precision, parallel,
+                         _device_subset(devs, idx), model, measured_precision=measured)
+        if out is None:
+            shape = (sub.compute_s.shape[0], len(specs))
+            out = StepParts(*(np.zeros(shape) for _ in range(4)), notes=[],
+                            host_s=np.zeros(shape), graphs_s=np.full(shape, np.nan))
+        for name in ("compute_s", "memory_s", "overhead_s", "communication_s", "host_s",
+                     "graphs_s"):
+            getattr(out, name)[:, idx] = getattr(sub, name)
+    return out
+
+
+def _device_subset(devs, idx):
+    """The devices ``idx`` of a :class:`~.devices.DeviceArrays`."""
+    import dataclasses
+
+    values = {}
+    for f in dataclasses.fields(devs):
+        v = getattr(devs, f.name)
+        if isinstance(v, tuple):
+            values[f.name] = tuple(v[i] for i in idx)
+        elif isinstance(v, dict):
+            values[f.name] = {k: a[idx] for k, a in v.items()}
+        else:
+            values[f.name] = v[idx]
+    return type(devs)(**values)
+
+
 def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
     supports it."""
@@ -389,8 +456,7 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model) -> dict 
     specs = [s for s, k in zip(specs, keep) if k]
     cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
     devs = device_arrays(specs, precision, model, cols)
-    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
-                       measured_precision=precision in MEASURED_PRECISIONS)
+    parts = _table_parts(prof, specs, precision, parallel, devs, model)
     total = parts.total_s
     step = total[1]
     breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],

@@ -366,6 +366,13 @@ def _dynamic(result, plan, static) -> dict[str, float]:
     for (module, phase), count in result.views.items():
         key = assemble.SEP.join(("host", "views", phase))
         dyn[key] = dyn.get(key, 0.0) + count * (n if is_block_module(module, plan) else 1)
+    for module, info in result.sdpa.items():
+        mult = n if is_block_module(module, plan) else 1
+        for field in ("calls", "io_bytes", "lse_bytes"):
+            key = assemble.SEP.join(("sdpa", starred(module, plan), field))
+            dyn[key] = dyn.get(key, 0.0) + info[field] * mult
+        if info["dropout"]:
+            static.setdefault("sdpa_dropout", set()).add(starred(module, plan))
     calls = assemble.SEP.join(("host", "modules"))
     dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
                            for m, c in result.module_calls.items()))

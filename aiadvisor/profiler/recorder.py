@@ -118,12 +118,50 @@ class _StampNodes(TorchFunctionMode):
         self.stack = stack
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            return self._sdpa(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         module = self.stack.stack[-1]
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and t.grad_fn is not None:
                 _stamp(t.grad_fn, module)
         return out
+
+
+    def _sdpa(self, func, args, kwargs):
+        """One ``scaled_dot_product_attention`` call: the ops it runs (one fused kernel, or the
+        math path's matmuls, softmax and dropout) are recorded under the pseudo-module
+        ``<module>.[sdpa]`` (:data:`SDPA_SUFFIX`), forward and backward, and the call's
+        tensors are noted (:attr:`ModuleStack.sdpa`), so the cost model can cost the call as
+        the target device's kernel runs it."""
+        parent = self.stack.stack[-1]
+        name = f"{parent}.{SDPA_SUFFIX}" if parent else SDPA_SUFFIX
+        self.stack.stack.append(name)
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.stack.stack.pop()
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                _stamp(t.grad_fn, name)
+        q, k, v = (list(args) + [kwargs.get(n) for n in ("query", "key", "value")])[:3]
+        io_bytes = sum(t.numel() * t.element_size() for t in (q, k, v, out)
+                       if isinstance(t, torch.Tensor))
+        info = self.stack.sdpa.setdefault(name, {"calls": 0, "io_bytes": 0, "dropout": False,
+                                                 "lse_bytes": 0})
+        info["calls"] += 1
+        info["io_bytes"] += io_bytes
+        # Flash kernels keep the row-wise log-sum-exp (fp32, one per query row) for backward.
+        if isinstance(q, torch.Tensor):
+            info["lse_bytes"] += 4 * q.numel() // max(q.shape[-1], 1)
+        dropout = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+        info["dropout"] = info["dropout"] or bool(dropout)
+        return out
+
+
+#: Suffix of the pseudo-module under which the ops of one ``scaled_dot_product_attention`` call
+#: are recorded.
+SDPA_SUFFIX = "[sdpa]"
 
 
 def _stamp(node, module: str) -> None:
@@ -149,6 +187,9 @@ class ModuleStack:
         self._handles: list = []
         self.calls: dict[str, int] = {}
         """Forward calls per module name (host cost: each ``nn.Module.__call__``)."""
+        self.sdpa: dict[str, dict] = {}
+        """Per ``<module>.[sdpa]`` pseudo-module: calls, bytes of q, k, v and the output,
+        bytes of a flash kernel's log-sum-exp, whether dropout was on."""
 
     def __enter__(self):
         from torch.nn.modules import module as module_mod

@@ -40,6 +40,8 @@ class TraceResult:
     views: dict = dataclasses.field(default_factory=dict)
     """View ops per (module, phase) (``Recorder.views``)."""
     module_calls: dict = dataclasses.field(default_factory=dict)
+    sdpa: dict = dataclasses.field(default_factory=dict)
+    """``scaled_dot_product_attention`` calls per pseudo-module (``ModuleStack.sdpa``)."""
     """Forward calls per module name."""
     alloc_events: tuple[tuple[int, int], ...] = ()
     """Storages created and freed during the step, in order (``Recorder.events``)."""
@@ -197,7 +199,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         block_output_bytes=block_out[0] if block_out else 0,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
         alloc_events=tuple(recorder.events), views=dict(recorder.views),
-        module_calls=dict(tracker.calls),
+        module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
     )
 
 
