@@ -91,6 +91,9 @@ class MemoryBreakdown:
     one on a CUDA device; ``process_label`` says which and how it was estimated. None when it
     cannot be estimated (no psutil, another device)."""
     process_label: str = ""
+    process_low_bytes: int | None = None
+    process_high_bytes: int | None = None
+    """P10-P90 band of ``process_bytes`` where it is estimated (CPU resident set)."""
     cuda_reserved_bytes: int = 0
     """``torch.cuda.max_memory_reserved()`` the same step would show on a CUDA device
     (estimated: caching-allocator blocks, segment slack, cuBLAS workspace)."""
@@ -99,7 +102,7 @@ class MemoryBreakdown:
         _check_nonneg(
             self, "weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
             "inputs_bytes", "peak_bytes", "temporaries_bytes", "process_bytes",
-            "cuda_reserved_bytes",
+            "process_low_bytes", "process_high_bytes", "cuda_reserved_bytes",
         )
 
     @property

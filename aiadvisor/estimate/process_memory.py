@@ -211,6 +211,11 @@ class ProcessEstimate:
     process_bytes: int | None
     label: str
     cuda_reserved_bytes: int
+    process_low_bytes: int | None = None
+    process_high_bytes: int | None = None
+    """P10-P90 band of ``process_bytes`` (CPU): from a heap that keeps nothing beyond the live
+    tensors to one that also keeps a second copy of the step's other tensors (native library
+    workspaces and thread arenas are not replayed)."""
 
 
 def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: int,
@@ -250,11 +255,14 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     base = rss - facts.get("resident_model_bytes", 0)
     transient = max(0, peak_bytes - weights_bytes - inputs_bytes)
     ratio = facts.get("heap_ratio", 1.0)
-    total = base + weights_bytes + inputs_bytes + transient * ratio + FIRST_STEP_RESIDENT_BYTES[
-        "train" if mode == "train" else "infer"]
+    first = FIRST_STEP_RESIDENT_BYTES["train" if mode == "train" else "infer"]
+    fixed = base + weights_bytes + inputs_bytes
+    total = fixed + transient * ratio + first
     label = (f"CPU resident set (RSS) at the step's peak (estimated): {base / MiB:.0f} MiB the "
              "process held without the model's tensors when profiled (measured), weights and "
              f"inputs, the step's other tensors x {ratio:.2f} (glibc heap they leave resident, "
              "replayed), and the first step's runtime pages; assumes no optimizer state is "
              "resident yet.")
-    return ProcessEstimate(process_bytes=int(total), label=label, cuda_reserved_bytes=reserved)
+    return ProcessEstimate(process_bytes=int(total), label=label, cuda_reserved_bytes=reserved,
+                           process_low_bytes=int(fixed + transient + first / 2),
+                           process_high_bytes=int(fixed + transient * (ratio + 1) + first))

@@ -68,6 +68,8 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         activations_bytes=max(0, activations), inputs_bytes=inputs, peak_bytes=peak,
         temporaries_bytes=temporaries, process_bytes=process.process_bytes,
         process_label=process.label, cuda_reserved_bytes=process.cuda_reserved_bytes,
+        process_low_bytes=process.process_low_bytes,
+        process_high_bytes=process.process_high_bytes,
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
     return TracedProfile(

@@ -67,6 +67,9 @@ def test_process_estimate_arithmetic():
                             inputs_bytes=0)
     # 400 - 40 (model already resident) + 40 (weights) + 160 x 2.0 + 24 (first training step)
     assert e.process_bytes == 744 * MiB
+    # Band: a heap keeping only the live tensors, half the first-step pages (400 + 160 + 12),
+    # to one keeping a second copy of them (400 + 160 x 3 + 24).
+    assert (e.process_low_bytes, e.process_high_bytes) == (572 * MiB, 904 * MiB)
     assert "RSS" in e.label
     # Reserved: 200 x 1.25 + 1 MiB + 10 MiB slack + 8.125 MiB cuBLAS workspace (non-Hopper)
     assert e.cuda_reserved_bytes == int(250 * MiB + 11 * MiB + 8 * MiB + 128 * 1024)
