@@ -65,11 +65,11 @@ def test_process_estimate_arithmetic():
              "heap_ratio": 2.0, "cuda_block_ratio": 1.25, "cuda_gemms": True}
     e = pm.process_estimate(facts, mode="train", peak_bytes=200 * MiB, weights_bytes=40 * MiB,
                             inputs_bytes=0)
-    # 400 - 40 (model already resident) + 40 (weights) + 160 x 2.0 + 24 (first training step)
-    assert e.process_bytes == 744 * MiB
-    # Band: a heap keeping only the live tensors, half the first-step pages (400 + 160 + 12),
-    # to one keeping a second copy of them (400 + 160 x 3 + 24).
-    assert (e.process_low_bytes, e.process_high_bytes) == (572 * MiB, 904 * MiB)
+    # 400 - 40 (model already resident) + 40 (weights) + 160 x 2.0 + 6 (first training step)
+    assert e.process_bytes == 726 * MiB
+    # Band: a heap keeping only the live tensors, half the first-step pages (400 + 160 + 3),
+    # to one keeping a second copy of them (400 + 160 x 3 + 6).
+    assert (e.process_low_bytes, e.process_high_bytes) == (563 * MiB, 886 * MiB)
     assert "RSS" in e.label
     # Reserved: 200 x 1.25 + 1 MiB + 10 MiB slack + 8.125 MiB cuBLAS workspace (non-Hopper)
     assert e.cuda_reserved_bytes == int(250 * MiB + 11 * MiB + 8 * MiB + 128 * 1024)
