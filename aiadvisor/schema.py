@@ -85,11 +85,24 @@ class MemoryBreakdown:
     peak_bytes: int
     temporaries_bytes: int = 0
     """Peak minus everything persistent at that moment: short-lived workspaces."""
+    process_bytes: int | None = None
+    """What the process shows at the step's peak, beyond the allocator-level ``peak_bytes``:
+    the CPU resident set (RSS) for a model on the CPU, ``torch.cuda.max_memory_reserved()`` for
+    one on a CUDA device; ``process_label`` says which and how it was estimated. None when it
+    cannot be estimated (no psutil, another device)."""
+    process_label: str = ""
+    process_low_bytes: int | None = None
+    process_high_bytes: int | None = None
+    """P10-P90 band of ``process_bytes`` where it is estimated (CPU resident set)."""
+    cuda_reserved_bytes: int = 0
+    """``torch.cuda.max_memory_reserved()`` the same step would show on a CUDA device
+    (estimated: caching-allocator blocks, segment slack, cuBLAS workspace)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
             self, "weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
-            "inputs_bytes", "peak_bytes", "temporaries_bytes",
+            "inputs_bytes", "peak_bytes", "temporaries_bytes", "process_bytes",
+            "process_low_bytes", "process_high_bytes", "cuda_reserved_bytes",
         )
 
     @property
@@ -219,6 +232,19 @@ class Prediction:
     network: str | None = None
     """The network the communication assumes (fabric, node size, GB/s per device), or None on
     one device."""
+    host_s: float = 0.0
+    """Host time of the step in eager PyTorch (Python, dispatcher, autograd, kernel launches):
+    on a CPU part of the step, on an accelerator overlapped with the device."""
+    host_bound: bool = False
+    """True when issuing the kernels takes longer than running them (the device idles)."""
+    graphs_step_s: float | None = None
+    """The step with CUDA graphs / ``torch.compile(mode="reduce-overhead")``, which remove the
+    per-kernel host work; None where not applicable (CPU, graph-compiled devices)."""
+    stack: str = "eager PyTorch (as you run it)"
+    """The software stack the prediction assumes."""
+    attention_backend: str = "none"
+    """The ``scaled_dot_product_attention`` backend assumed: ``flash``, ``mem-efficient``,
+    ``as traced`` (the trace's own kernels) or ``none`` (the model makes no SDPA call)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,6 +299,28 @@ class MoERouting:
     def max_tokens_per_expert(self) -> float:
         """Tokens of the most loaded expert per layer in one step."""
         return self.tokens_per_expert * self.imbalance
+
+
+@dataclass(frozen=True, kw_only=True)
+class SDPAGroup:
+    """The ``scaled_dot_product_attention`` calls of one module in one step.
+
+    The trace records the kernel the tracing device chose (on a CPU or meta trace often the math
+    path: two matmuls, softmax and dropout, with ``T x T`` scores) under the pseudo-module
+    ``module``; the cost model re-costs the group as the target device runs it.
+    """
+
+    module: str
+    """Pseudo-module of the calls' ops, ``<calling module>.[sdpa]``."""
+    calls: int
+    io_bytes: float
+    """Bytes of query, key, value and output over all calls (what a fused kernel moves)."""
+    lse_bytes: float
+    """Bytes of the row-wise log-sum-exp a flash kernel keeps for backward (FP32)."""
+    dropout: bool
+    saved_bytes: float = 0.0
+    """Bytes the traced kernels saved for backward (training): for the math path, the ``T x T``
+    probabilities and dropout mask among them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -337,6 +385,13 @@ class ModelProfile:
     to; equal to ``num_params`` for a dense model (the default when not given)."""
     moe: MoERouting | None = None
     """Expert routing of a mixture-of-experts model, None for a dense model."""
+    sdpa: tuple[SDPAGroup, ...] = ()
+    """``scaled_dot_product_attention`` calls, per calling module."""
+    num_module_calls: int = 0
+    """``nn.Module`` forward calls in one step (each costs host time in eager PyTorch)."""
+    num_view_ops_forward: int = 0
+    """View ops (reshape, transpose, ...) in the forward: no kernel, but host dispatch."""
+    num_view_ops_backward: int = 0
 
     def __post_init__(self) -> None:
         if self.num_active_params is None:

@@ -11,6 +11,7 @@ from ..errors import InvalidArgumentError
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
+from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
 from .facts import matmul_fraction
 from .local import LocalCalibration
@@ -31,19 +32,26 @@ from .predict import StepParts, step_parts
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
 MFU_BAND = (0.25, 0.65)
 
-_OPS_CACHE: dict[int, tuple[ModelProfile, OpArrays]] = {}
+_OPS_CACHE: dict[tuple[int, bool], tuple[ModelProfile, OpArrays]] = {}
 
 
-def _ops(prof: ModelProfile) -> OpArrays:
-    """Op arrays of ``prof``, cached by identity (planners call many times per profile)."""
-    hit = _OPS_CACHE.get(id(prof))
+def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
+    """Op arrays of ``prof``, cached by identity (planners call many times per profile);
+    ``fused``: with each SDPA call costed as a fused kernel (:mod:`.attention`)."""
+    fused = fused and has_sdpa(prof)
+    key = (id(prof), fused)
+    hit = _OPS_CACHE.get(key)
     if hit is not None and hit[0] is prof:
         return hit[1]
     if len(_OPS_CACHE) >= 16:
         _OPS_CACHE.pop(next(iter(_OPS_CACHE)))
-    arrays = op_arrays(prof)
-    _OPS_CACHE[id(prof)] = (prof, arrays)
+    arrays = fused_op_arrays(prof) if fused else op_arrays(prof)
+    _OPS_CACHE[key] = (prof, arrays)
     return arrays
+
+
+def _backend(prof: ModelProfile, spec: HardwareSpec, precision: str) -> str:
+    return attention_backend(spec, precision) if has_sdpa(prof) else "none"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -173,9 +181,15 @@ def _parts(prof, spec, precision, parallel, model, network
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
-    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
+    host = None
+    if spec.kind == "cpu" and cal is not None:
+        from ..hardware.host import host_costs
+
+        host = [host_costs()]
+    fused = _backend(prof, spec, precision) not in ("none", "as traced")
+    parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
-                       curves=[cal] if cal else None, networks=[network])
+                       curves=[cal] if cal else None, networks=[network], host_costs=host)
     return parts, cal is not None, note
 
 
@@ -295,6 +309,14 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     described = network.describe(parallel.num_devices) if parallel.num_devices > 1 else None
     if described:
         all_notes.append(described)
+    host_s = float(parts.host_s[1, 0]) if parts.host_s is not None else 0.0
+    graphs = float(parts.graphs_s[1, 0]) if parts.graphs_s is not None else float("nan")
+    host_bound = bool(np.isfinite(graphs) and host_s > graphs)
+    all_notes.append(_host_note(spec, host_s, graphs, host_bound))
+    backend = _backend(prof, spec, precision)
+    note = _attention_note(prof, backend)
+    if note:
+        all_notes.append(note)
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -303,7 +325,40 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         compute_s=breakdown["compute"], memory_s=breakdown["memory"],
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
         mfu=mfu, notes=tuple(all_notes), network=described,
+        host_s=host_s, host_bound=host_bound,
+        graphs_step_s=None if np.isnan(graphs) else graphs,
+        stack="eager PyTorch (as you run it)", attention_backend=backend,
     )
+
+
+def _attention_note(prof: ModelProfile, backend: str) -> str | None:
+    if backend == "none":
+        return None
+    calls = sum(g.calls for g in prof.sdpa)
+    if backend == "as traced":
+        return (f"Attention: {calls} scaled_dot_product_attention calls costed as traced "
+                f"({prof.path} trace on {prof.device}).")
+    saving = fused_memory_saving_bytes(prof)
+    memory = (f"; it does not keep the math path's T x T tensors, {saving / 2**20:.3g} MiB "
+              "fewer saved for backward than the trace counts" if saving > 0 else "")
+    return (f"Attention: {calls} scaled_dot_product_attention calls costed as PyTorch's "
+            f"{backend} kernel on this GPU (one fused op per call, no T x T scores in memory)"
+            f"{memory}.")
+
+
+def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool) -> str:
+    if np.isfinite(graphs_s):
+        what = ("host-bound: the device waits for Python to issue kernels" if host_bound else
+                "the device is the bottleneck; the host keeps up")
+        return (f"Eager PyTorch issues the step's kernels in {host_s * 1e3:.3g} ms of host time "
+                f"({what}; published per-kernel figure, estimated). With CUDA graphs "
+                f"(torch.compile(mode=\"reduce-overhead\")) the step would take about "
+                f"{graphs_s * 1e3:.3g} ms.")
+    if spec.kind == "cpu" and host_s > 0:
+        return (f"Host work on this CPU (dispatch, autograd, module calls and views, measured "
+                f"per event): {host_s * 1e3:.3g} ms of the step, on the same threads as the "
+                "kernels.")
+    return "No host-side model for this device (graph-compiled, or no measured host costs)."
 
 
 def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,
@@ -386,6 +441,46 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
                  "communication_s", "overhead_s", "mfu", "fabric"]
 
 
+def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -> StepParts:
+    """Step parts of every device; devices that run SDPA as a fused kernel get the fused op
+    arrays (:mod:`.attention`), the others the traced ones."""
+    fused = np.array([_backend(prof, s, precision) not in ("none", "as traced") for s in specs])
+    measured = precision in MEASURED_PRECISIONS
+    if fused.all() or not fused.any():
+        return step_parts(prof, _ops(prof, fused=bool(fused.any())), precision, parallel, devs,
+                          model, measured_precision=measured, networks=networks)
+    out = None
+    for flag in (True, False):
+        idx = np.flatnonzero(fused == flag)
+        sub = step_parts(prof, _ops(prof, fused=flag), precision, parallel,
+                         _device_subset(devs, idx), model, measured_precision=measured,
+                         networks=None if networks is None else [networks[i] for i in idx])
+        if out is None:
+            shape = (sub.compute_s.shape[0], len(specs))
+            out = StepParts(*(np.zeros(shape) for _ in range(4)), notes=[],
+                            host_s=np.zeros(shape), graphs_s=np.full(shape, np.nan))
+        for name in ("compute_s", "memory_s", "overhead_s", "communication_s", "host_s",
+                     "graphs_s"):
+            getattr(out, name)[:, idx] = getattr(sub, name)
+    return out
+
+
+def _device_subset(devs, idx):
+    """The devices ``idx`` of a :class:`~.devices.DeviceArrays`."""
+    import dataclasses
+
+    values = {}
+    for f in dataclasses.fields(devs):
+        v = getattr(devs, f.name)
+        if isinstance(v, tuple):
+            values[f.name] = tuple(v[i] for i in idx)
+        elif isinstance(v, dict):
+            values[f.name] = {k: a[idx] for k, a in v.items()}
+        else:
+            values[f.name] = v[idx]
+    return type(devs)(**values)
+
+
 def _table_for_precision(prof, specs, cols, precision, parallel, model, networks=None
                          ) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
@@ -400,8 +495,7 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
         networks = [n for n, k in zip(networks, keep) if k]
     cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
     devs = device_arrays(specs, precision, model, cols)
-    parts = step_parts(prof, _ops(prof), precision, parallel, devs, model,
-                       measured_precision=precision in MEASURED_PRECISIONS, networks=networks)
+    parts = _table_parts(prof, specs, precision, parallel, devs, model, networks=networks)
     total = parts.total_s
     step = total[1]
     breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],

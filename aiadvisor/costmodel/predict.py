@@ -21,6 +21,7 @@ from ..estimate.collectives import (
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from .devices import DeviceArrays
+from .host import accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
 from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import DeviceWork, OpArrays, amp_cast_bytes, byte_factors, device_work
@@ -53,6 +54,10 @@ class StepParts:
     overhead_s: np.ndarray
     communication_s: np.ndarray
     notes: list[str] = field(default_factory=list)
+    host_s: np.ndarray | None = None
+    """Host time of the step in eager PyTorch, (Q, D) (see :mod:`aiadvisor.costmodel.host`)."""
+    graphs_s: np.ndarray | None = None
+    """The step with CUDA graphs (host part removed), (Q, D); NaN where not applicable."""
 
     @property
     def total_s(self) -> np.ndarray:
@@ -367,13 +372,45 @@ def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np
     return np.concatenate([dtypes, np.full(n - len(dtypes), "float32", dtype=object)])
 
 
+#: Devices whose PyTorch runs eagerly, one host launch per kernel (TPUs run XLA graphs, Gaudi
+#: NPUs lazy-mode graphs by default).
+EAGER_KINDS = ("gpu", "edge")
+
+
+def _host(prof: ModelProfile, work, devs: DeviceArrays, device_s: np.ndarray,
+          host_costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(host seconds, overhead to add, step with CUDA graphs), each (Q, D).
+
+    CPU with measured host costs: the host work its measured op times leave out adds to the
+    step. Eager accelerators: ``step = max(device, host)``; CUDA graphs keep the device part."""
+    counts = host_counts(prof, work)
+    train = prof.mode == "train"
+    shape = device_s.shape
+    host, add, graphs = np.zeros(shape), np.zeros(shape), np.full(shape, np.nan)
+    spread = np.exp(MEASURED_SPREAD * _QUANTILE_SIGN)
+    for d, spec in enumerate(devs.specs):
+        costs = host_costs[d] if host_costs else None
+        if spec.kind == "cpu" and costs is not None:
+            extra, total = cpu_host_extra_s(counts, costs, train=train)
+            add[:, d] = extra * spread
+            host[:, d] = total * spread
+        elif spec.kind in EAGER_KINDS:
+            host[:, d] = accelerator_host_s(counts)
+            add[:, d] = np.maximum(host[:, d] - device_s[:, d], 0.0)
+            graphs[:, d] = device_s[:, d]
+    return host, add, graphs
+
+
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
-               curves=None, networks: list[Network] | None = None) -> StepParts:
+               curves=None, networks: list[Network] | None = None,
+               host_costs=None) -> StepParts:
     """All components of one step on each device (per device, seconds, shape (Q, D)).
 
     ``networks`` (one per device) gives the cluster for hierarchical collectives; without
-    it the flat fitted inter-node figure of the old model applies (benchmarks compare it)."""
+    it the flat fitted inter-node figure of the old model applies (benchmarks compare it).
+    ``host_costs``: per device, the measured :class:`~aiadvisor.hardware.host.HostCosts` of a
+    benchmarked CPU, or None."""
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
     work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel)
@@ -405,6 +442,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         memory = memory + host_bytes / (HOST_OPTIMIZER_GBS * 1e9)
     nets = NetworkArrays.of(networks) if networks is not None else None
     comm = communication(prof, ops, precision, parallel, devs, model, windows, notes, nets)
-    return StepParts(compute_s=sums["compute"], memory_s=memory, overhead_s=overhead,
-                     communication_s=np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH]),
-                     notes=notes)
+    comm_q = np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH])
+    device_s = sums["compute"] + memory + overhead + comm_q
+    host, add, graphs = _host(prof, work, devs, device_s, host_costs)
+    return StepParts(compute_s=sums["compute"], memory_s=memory, overhead_s=overhead + add,
+                     communication_s=comm_q, notes=notes, host_s=host, graphs_s=graphs)

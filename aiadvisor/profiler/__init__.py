@@ -129,6 +129,10 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
                      precision=precision, model_name=model_name, notes=notes)
     _record_experts(static, experts, imbalance)
     _record_position_limit(static, model, spec.seq_len)
+    from .process import facts
+
+    static["process"] = facts(model, spec, result, mode=mode, optimizer=static["optimizer"],
+                              device=static["device"])
     base = (spec.batch_size, spec.seq_len)
     dyn = _dynamic(result, plan, static)
     fitted = None
@@ -452,6 +456,19 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         mult = n if is_block_module(module, plan) else 1
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
+    for (module, phase), count in result.views.items():
+        key = assemble.SEP.join(("host", "views", phase))
+        dyn[key] = dyn.get(key, 0.0) + count * (n if is_block_module(module, plan) else 1)
+    for module, info in result.sdpa.items():
+        mult = n if is_block_module(module, plan) else 1
+        for field in ("calls", "io_bytes", "lse_bytes"):
+            key = assemble.SEP.join(("sdpa", starred(module, plan), field))
+            dyn[key] = dyn.get(key, 0.0) + info[field] * mult
+        if info["dropout"]:
+            static.setdefault("sdpa_dropout", set()).add(starred(module, plan))
+    calls = assemble.SEP.join(("host", "modules"))
+    dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
+                           for m, c in result.module_calls.items()))
     # The other n-1 blocks each leave alive what the traced one does (saved activations in
     # training; KV cache and kept outputs in inference), from the time they run: so from the
     # traced block's start on, the live set is that much larger.

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import MemoryBreakdown, ModuleRecord, MoERouting, OpRecord
+from ..estimate.process_memory import process_estimate
+from ..schema import MemoryBreakdown, ModuleRecord, MoERouting, OpRecord, SDPAGroup
 from .scaling import TracedProfile
 
 SEP = "|"
+#: Pseudo-module of the ops of one scaled_dot_product_attention call (profiler.recorder).
+SDPA_SUFFIX = "[sdpa]"
 OP_FIELDS = ("count", "flops", "bytes_read", "bytes_written")
 
 
@@ -57,11 +60,16 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     peak = max(peak_fwd_bwd + (opt if train else 0), peak_opt, weights + inputs)
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
+    process = process_estimate(static.get("process", {}), mode=static["mode"],
+                               peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs)
     memory = MemoryBreakdown(
         weights_bytes=weights, grads_bytes=grads if train else 0,
         optimizer_bytes=opt if train else 0,
         activations_bytes=max(0, activations), inputs_bytes=inputs, peak_bytes=peak,
-        temporaries_bytes=temporaries,
+        temporaries_bytes=temporaries, process_bytes=process.process_bytes,
+        process_label=process.label, cuda_reserved_bytes=process.cuda_reserved_bytes,
+        process_low_bytes=process.process_low_bytes,
+        process_high_bytes=process.process_high_bytes,
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
     return TracedProfile(
@@ -84,7 +92,27 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         notes=tuple(static["notes"]),
         num_active_params=static.get("num_active_params"),
         moe=_moe_routing(static.get("moe"), batch_size=batch_size, seq_len=seq_len),
+        sdpa=_sdpa_groups(static, dyn),
+        num_module_calls=round(dyn.get(SEP.join(("host", "modules")), 0.0)),
+        num_view_ops_forward=round(dyn.get(SEP.join(("host", "views", "forward")), 0.0)),
+        num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),
     )
+
+
+def _sdpa_groups(static: dict[str, Any], dyn: dict[str, float]) -> tuple[SDPAGroup, ...]:
+    """The profile's ``scaled_dot_product_attention`` calls, one group per calling module."""
+    fields: dict[str, dict[str, float]] = {}
+    for key, value in dyn.items():
+        if key.startswith("sdpa" + SEP):
+            _, module, field = key.split(SEP)
+            fields.setdefault(module, {})[field] = value
+    dropout = static.get("sdpa_dropout", set())
+    return tuple(
+        SDPAGroup(module=module, calls=round(f.get("calls", 0.0)),
+                  io_bytes=f.get("io_bytes", 0.0), lse_bytes=f.get("lse_bytes", 0.0),
+                  dropout=module in dropout,
+                  saved_bytes=dyn.get(SEP.join(("act", module)), 0.0))
+        for module, f in sorted(fields.items()))
 
 
 def _moe_routing(moe: dict[str, Any] | None, *, batch_size: int,
@@ -128,13 +156,16 @@ def _modules(static: dict[str, Any], dyn: dict[str, float]) -> list[ModuleRecord
     totals: dict[str, dict[str, float]] = {}
     for key, value in dyn.items():
         parts = key.split(SEP)
+        if parts[0] in ("op", "act"):  # an SDPA call's ops count for the module calling it
+            parts[1] = parts[1].removesuffix("." + SDPA_SUFFIX).removesuffix(SDPA_SUFFIX)
         if parts[0] == "op" and parts[4] in ("flops", "bytes_read", "bytes_written"):
             module, phase = parts[1], parts[2]
             field = "flops" if parts[4] == "flops" else "bytes"
             t = totals.setdefault(module, {})
             t[f"{field}_{phase}"] = t.get(f"{field}_{phase}", 0.0) + value
         elif parts[0] == "act":
-            totals.setdefault(parts[1], {})["act"] = value
+            t = totals.setdefault(parts[1], {})
+            t["act"] = t.get("act", 0.0) + value
     rows = []
     num_blocks = max(1, static["num_blocks"])
     for info in static["module_info"]:

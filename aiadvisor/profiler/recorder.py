@@ -118,12 +118,50 @@ class _StampNodes(TorchFunctionMode):
         self.stack = stack
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            return self._sdpa(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         module = self.stack.stack[-1]
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and t.grad_fn is not None:
                 _stamp(t.grad_fn, module)
         return out
+
+
+    def _sdpa(self, func, args, kwargs):
+        """One ``scaled_dot_product_attention`` call: the ops it runs (one fused kernel, or the
+        math path's matmuls, softmax and dropout) are recorded under the pseudo-module
+        ``<module>.[sdpa]`` (:data:`SDPA_SUFFIX`), forward and backward, and the call's
+        tensors are noted (:attr:`ModuleStack.sdpa`), so the cost model can cost the call as
+        the target device's kernel runs it."""
+        parent = self.stack.stack[-1]
+        name = f"{parent}.{SDPA_SUFFIX}" if parent else SDPA_SUFFIX
+        self.stack.stack.append(name)
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.stack.stack.pop()
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                _stamp(t.grad_fn, name)
+        q, k, v = (list(args) + [kwargs.get(n) for n in ("query", "key", "value")])[:3]
+        io_bytes = sum(t.numel() * t.element_size() for t in (q, k, v, out)
+                       if isinstance(t, torch.Tensor))
+        info = self.stack.sdpa.setdefault(name, {"calls": 0, "io_bytes": 0, "dropout": False,
+                                                 "lse_bytes": 0})
+        info["calls"] += 1
+        info["io_bytes"] += io_bytes
+        # Flash kernels keep the row-wise log-sum-exp (fp32, one per query row) for backward.
+        if isinstance(q, torch.Tensor):
+            info["lse_bytes"] += 4 * q.numel() // max(q.shape[-1], 1)
+        dropout = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+        info["dropout"] = info["dropout"] or bool(dropout)
+        return out
+
+
+#: Suffix of the pseudo-module under which the ops of one ``scaled_dot_product_attention`` call
+#: are recorded.
+SDPA_SUFFIX = "[sdpa]"
 
 
 def _stamp(node, module: str) -> None:
@@ -148,12 +186,19 @@ class ModuleStack:
         self.pre_forward = None
         self.post_forward = None
         self._handles: list = []
+        self.calls: dict[str, int] = {}
+        """Forward calls per module name (host cost: each ``nn.Module.__call__``)."""
+        self.sdpa: dict[str, dict] = {}
+        """Per ``<module>.[sdpa]`` pseudo-module: calls, bytes of q, k, v and the output,
+        bytes of a flash kernel's log-sum-exp, whether dropout was on."""
 
     def __enter__(self):
         from torch.nn.modules import module as module_mod
 
         def pre(mod, args):
-            self.stack.append(self.names.get(id(mod), self.stack[-1]))
+            name = self.names.get(id(mod), self.stack[-1])
+            self.calls[name] = self.calls.get(name, 0) + 1
+            self.stack.append(name)
             if self.pre_forward is not None:
                 self.pre_forward(mod, args)
 
@@ -205,6 +250,12 @@ class Recorder(TorchDispatchMode):
         self._refs: dict[int, weakref.finalize] = {}
         self.notes: set[str] = set()
         """What the trace did differently from a real step (said in ``prof.notes``)."""
+        self.views: dict[tuple[str, str], int] = {}
+        """View ops (no kernel, no bytes, but host dispatch) per (module, phase)."""
+        self.events: list[tuple[int, int]] = []
+        """Storages created during the step (not weights or inputs), in order: ``(key,
+        nbytes)`` when created, ``(key, 0)`` when freed; replayed through a model of the
+        process's allocator (:mod:`aiadvisor.estimate.process_memory`)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
@@ -218,6 +269,8 @@ class Recorder(TorchDispatchMode):
             nbytes = _storage_nbytes(t)
         self.storages[key] = (category, nbytes, module, self.phase)
         self.memory.add(category, nbytes)
+        if category not in ("weights", "inputs"):
+            self.events.append((key, nbytes))
         self._refs[key] = weakref.finalize(st, self._free, key)
 
     def _free(self, key: int) -> None:
@@ -225,6 +278,8 @@ class Recorder(TorchDispatchMode):
         self._refs.pop(key, None)
         if entry is not None:
             self.memory.sub(entry[0], entry[1])
+            if entry[0] not in ("weights", "inputs"):
+                self.events.append((key, 0))
 
     def live_by(self, index: int) -> dict:
         """Live bytes grouped by field ``index`` of the storage entries (0 category, 2 module)."""
@@ -278,6 +333,8 @@ class Recorder(TorchDispatchMode):
         out_tensors = [t for t in flat_out if isinstance(t, torch.Tensor)]
         module = self.modules.current(self.phase)
         if packet in VIEW_PACKETS:
+            key = (module, self.phase)
+            self.views[key] = self.views.get(key, 0) + 1
             return
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]

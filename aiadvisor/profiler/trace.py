@@ -5,6 +5,7 @@ user's parameters, their ``.grad`` and buffers are never written."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,14 @@ class TraceResult:
     compute_dtype: str = "float32"
     real_batch_size: int = 0
     notes: tuple[str, ...] = ()
+    views: dict = dataclasses.field(default_factory=dict)
+    """View ops per (module, phase) (``Recorder.views``)."""
+    module_calls: dict = dataclasses.field(default_factory=dict)
+    sdpa: dict = dataclasses.field(default_factory=dict)
+    """``scaled_dot_product_attention`` calls per pseudo-module (``ModuleStack.sdpa``)."""
+    """Forward calls per module name."""
+    alloc_events: tuple[tuple[int, int], ...] = ()
+    """Storages created and freed during the step, in order (``Recorder.events``)."""
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -209,6 +218,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         block_output_bytes=block_out[0] if block_out else 0,
         block_peak_bytes=block_peak,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
+        alloc_events=tuple(recorder.events), views=dict(recorder.views),
+        module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
     )
 
 

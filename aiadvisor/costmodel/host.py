@@ -1,0 +1,80 @@
+"""The host side of an eager PyTorch step: Python and the dispatcher issue every op, autograd
+records and runs a node per op, every ``nn.Module`` call costs a little.
+
+* On a **CPU** the host thread also runs the kernels, so host work adds to the step. The op
+  times of a benchmarked CPU (:mod:`aiadvisor.costmodel.local`) are timed from Python and already
+  hold each op's dispatch; what they do not hold is added here from the host costs measured on
+  the attached CPU (:mod:`aiadvisor.hardware.host`): the autograd node recorded per forward op
+  and run per backward node (training), the module calls and the view ops.
+* On an **accelerator** kernels run asynchronously: the host enqueues while the device works, so
+  ``step = max(device, host)`` (plus the device's own per-kernel gaps, already in the device
+  time). The host issues each kernel in :data:`EAGER_KERNEL_US` (Python, dispatcher, autograd
+  and ``cudaLaunchKernel``), each module call and view op as measured on the development CPU.
+  CUDA graphs (``torch.compile(mode="reduce-overhead")``) replay the whole step with one launch:
+  the host part goes, the device part stays (``graphs_step_s``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Host time per kernel of eager PyTorch on a GPU, microseconds (P10, P50, P90): "each launch
+#: takes on the order of microseconds" (Modal GPU Glossary, "CUDA Graph"; NVIDIA, "CUDA Graph
+#: Best Practice for PyTorch", docs.nvidia.com/dl-cuda-graph); 5-10 us per op from Python
+#: through the dispatcher to cudaLaunchKernel is the range usually quoted for eager PyTorch.
+#: Published range, not measured here.
+EAGER_KERNEL_US = (5.0, 7.0, 10.0)
+#: Per ``nn.Module`` call and per view op (no kernel), microseconds: measured on the
+#: development CPU (aiadvisor.hardware.host.measure_host_costs: 0.9-1.1 and 0.74-0.80 us over
+#: three runs); an accelerator's host CPU is assumed alike.
+MODULE_CALL_US = 1.0
+VIEW_OP_US = 0.8
+
+
+@dataclass(frozen=True)
+class HostCounts:
+    """Host events of one step on one device."""
+
+    forward_ops: float
+    backward_ops: float
+    optimizer_ops: float
+    module_calls: float
+    view_ops: float
+
+
+def host_counts(prof, work) -> HostCounts:
+    """Counts from the profile and one device's op work (after a parallel split)."""
+    phase = work.phase
+    return HostCounts(
+        forward_ops=float(work.count[phase == "forward"].sum()),
+        backward_ops=float(work.count[phase == "backward"].sum()),
+        optimizer_ops=float(work.count[phase == "optimizer"].sum()),
+        module_calls=float(getattr(prof, "num_module_calls", 0)),
+        view_ops=float(getattr(prof, "num_view_ops_forward", 0)
+                       + getattr(prof, "num_view_ops_backward", 0)),
+    )
+
+
+def cpu_host_extra_s(counts: HostCounts, costs, *, train: bool) -> tuple[float, float]:
+    """(host seconds not in the measured op times, all host seconds) on a benchmarked CPU.
+
+    Not in the op times: autograd's node per forward op (recorded, then run by the engine; the
+    run's own dispatch is in the backward op's time), module calls and view ops."""
+    extra = counts.module_calls * costs.module_us + counts.view_ops * costs.view_us
+    if train:
+        extra += counts.forward_ops * (costs.autograd_us
+                                       + max(costs.backward_node_us - costs.dispatch_us, 0.0))
+    dispatch = (counts.forward_ops + counts.backward_ops) * costs.dispatch_us
+    return extra * 1e-6, (extra + dispatch) * 1e-6
+
+
+def accelerator_host_s(counts: HostCounts) -> np.ndarray:
+    """Host seconds (P10, P50, P90) that eager PyTorch spends issuing one step's kernels.
+
+    The optimizer step is left out: on GPUs PyTorch's default for-each (or fused) AdamW
+    launches a few kernels per group of tensors, not one per tensor."""
+    kernels = counts.forward_ops + counts.backward_ops
+    fixed = counts.module_calls * MODULE_CALL_US + counts.view_ops * VIEW_OP_US
+    return (kernels * np.asarray(EAGER_KERNEL_US) + fixed) * 1e-6

@@ -1,0 +1,270 @@
+"""Memory as the process shows it, beside the allocator-level peak (pure formulas, no torch).
+
+The profile's ``peak_bytes`` is the high-water mark of live tensor bytes: what PyTorch's
+allocators hand out. The operating system sees more:
+
+* **CPU, resident set (RSS).** PyTorch's CPU allocator calls glibc ``malloc`` (via
+  ``posix_memalign``). glibc serves a request from a free heap chunk if one fits, else from the
+  top of the heap, else, at or above the *mmap threshold*, with its own ``mmap`` that ``free``
+  returns to the system. The threshold starts at 128 KiB and rises to the size of every mmapped
+  chunk that is freed, up to 32 MiB (glibc ``malloc/malloc.c``: ``DEFAULT_MMAP_THRESHOLD_MIN``,
+  ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit, "dynamic mmap threshold"; ``mallopt(3)``). From the
+  second step on, activations under 32 MiB therefore live in the heap, whose freed chunks stay
+  resident (only the free top beyond the trim threshold, twice the mmap threshold, is given
+  back), and a heap fragmented by tensors of many sizes holds more than the live bytes.
+  :class:`GlibcHeap` replays the step's allocations and frees through that policy (best fit,
+  coalescing, top trimming; one arena) to find the resident high-water mark. On the
+  development machine, ResNet-50 inference (batch 8) peaks 169 MB above its allocator-level
+  increment with glibc's defaults and 13 MB above it with ``MALLOC_MMAP_THRESHOLD_=131072``
+  (a fixed threshold, every large tensor mmapped): the retained heap is the difference.
+* **CUDA, ``torch.cuda.max_memory_reserved()``.** The caching allocator
+  (``c10/cuda/CUDACachingAllocator.cpp``) rounds every request up to 512 bytes; requests up to
+  1 MiB share 2 MiB segments, requests up to 10 MiB are cut from 20 MiB segments, larger ones
+  get their own segment rounded up to 2 MiB; freed blocks are cached, never returned during a
+  step. :func:`cuda_block_bytes` is the block each request occupies. nvidia-smi shows the CUDA
+  context on top (not part of ``max_memory_reserved``): :data:`CUDA_CONTEXT_BYTES`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+KiB, MiB = 1024, 1024**2
+
+#: glibc malloc defaults on 64-bit Linux (malloc/malloc.c).
+MMAP_THRESHOLD_MIN = 128 * KiB
+MMAP_THRESHOLD_MAX = 32 * MiB
+#: glibc chunk header and alignment: a request of n bytes takes n + 8 rounded up to 16
+#: (posix_memalign with PyTorch's 64-byte alignment may add up to 64 more; ignored).
+_CHUNK_OVERHEAD, _CHUNK_ALIGN, _PAGE = 8, 16, 4096
+
+#: CUDA caching allocator constants (c10/cuda/CUDACachingAllocator.cpp: kMinBlockSize,
+#: kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge).
+CUDA_MIN_BLOCK = 512
+CUDA_SMALL_SIZE = 1 * MiB
+CUDA_SMALL_BUFFER = 2 * MiB
+CUDA_MIN_LARGE_ALLOC = 10 * MiB
+CUDA_LARGE_BUFFER = 20 * MiB
+CUDA_ROUND_LARGE = 2 * MiB
+#: CUDA context and the kernels loaded with it, outside the caching allocator: "x =
+#: th.randn(1).cuda() ... goes from zero to 723 MiB" (discuss.pytorch.org, "What is the reason
+#: for pytorch's GPU memory floor?"); 300-600 MiB is the range usually quoted for recent
+#: drivers with lazy module loading (CUDA_MODULE_LOADING=LAZY, default since CUDA 11.7).
+#: Estimated, not measured here.
+CUDA_CONTEXT_BYTES = 500 * MiB
+#: cuBLAS workspace PyTorch allocates through the caching allocator on the first GEMM of each
+#: stream: ``CUBLAS_WORKSPACE_CONFIG`` default ":4096:8" on Hopper and newer (8 x 4 MiB) and
+#: ":4096:2:16:8" elsewhere (2 x 4 MiB + 8 x 16 KiB); aten/src/ATen/cuda/CublasHandlePool.cpp.
+CUBLAS_WORKSPACE_BYTES = {"hopper+": 32 * MiB, "other": 8 * MiB + 128 * KiB}
+
+#: Resident bytes the first real step adds beyond its tensors (thread pools and their stacks,
+#: oneDNN/MKL code and scratch pages, the autograd engine): measured on the development CPU on a
+#: model that is not one of bench/profile_memory.py's (Linear(64, 64), ReLU, Linear(64, 64) at
+#: batch 4; VmHWM over two steps minus the resident set before them, less the step's 0.002 and
+#: 0.13 MiB of tensors): 1.96 MiB in inference, 5.69 MiB in training, the same in two runs.
+#: Bigger GEMMs and convolutions touch more library scratch than this: an underestimate there.
+FIRST_STEP_RESIDENT_BYTES = {"infer": 2 * MiB, "train": 6 * MiB}
+
+
+def _chunk(nbytes: int) -> int:
+    return max(32, -(-(nbytes + _CHUNK_OVERHEAD) // _CHUNK_ALIGN) * _CHUNK_ALIGN)
+
+
+@dataclass
+class GlibcHeap:
+    """glibc ``malloc`` of one arena, reduced to what decides the resident set (module doc).
+
+    ``alloc(key, n)`` / ``free(key)``; ``resident`` is the heap's extent plus live mmapped
+    chunks, ``peak`` its high-water mark. Freed heap chunks are reused best-fit and coalesced
+    with free neighbours; a free top longer than the trim threshold is given back.
+
+    >>> h = GlibcHeap()
+    >>> h.alloc("a", 2**20); h.free("a")   # 1 MiB: mmapped; freeing it raises the threshold
+    >>> h.threshold > 2**20, h.resident
+    (True, 0)
+    >>> h.alloc("b", 2**20); h.free("b")   # the same request now comes from the heap...
+    >>> h.resident > 2**20                 # ...and stays resident (shorter than the trim)
+    True
+    """
+
+    threshold: int = MMAP_THRESHOLD_MIN
+    heap_end: int = 0
+    mmapped: int = 0
+    peak: int = 0
+    _free: list = field(default_factory=list)
+    """Free heap chunks as sorted ``[address, size]`` (the top chunk is not among them)."""
+    _live: dict = field(default_factory=dict)
+    """key -> (address or -1 for mmapped, chunk size)."""
+
+    @property
+    def trim_threshold(self) -> int:
+        return 2 * self.threshold
+
+    @property
+    def resident(self) -> int:
+        return self.heap_end + self.mmapped
+
+    def alloc(self, key, nbytes: int) -> None:
+        size = _chunk(int(nbytes))
+        best = None
+        for i, (_, free_size) in enumerate(self._free):
+            if free_size >= size and (best is None or free_size < self._free[best][1]):
+                best = i
+        if best is not None:
+            addr, free_size = self._free[best]
+            if free_size - size >= 32:
+                self._free[best] = [addr + size, free_size - size]
+            else:
+                self._free.pop(best)
+                size = free_size
+            self._live[key] = (addr, size)
+        elif size >= self.threshold:
+            size = -(-size // _PAGE) * _PAGE     # mmapped chunks are whole pages
+            self.mmapped += size
+            self._live[key] = (-1, size)
+        else:
+            self._live[key] = (self.heap_end, size)
+            self.heap_end += size
+        self.peak = max(self.peak, self.resident)
+
+    def free(self, key) -> None:
+        entry = self._live.pop(key, None)
+        if entry is None:
+            return
+        addr, size = entry
+        if addr < 0:
+            self.mmapped -= size
+            if self.threshold < size <= MMAP_THRESHOLD_MAX:
+                self.threshold = size  # glibc's dynamic threshold (trim threshold = 2x)
+            return
+        i = bisect.bisect_left(self._free, [addr, 0])
+        if i < len(self._free) and self._free[i][0] == addr + size:    # merge the next one
+            size += self._free.pop(i)[1]
+        if i > 0 and self._free[i - 1][0] + self._free[i - 1][1] == addr:  # and the previous
+            addr, size = self._free[i - 1][0], self._free[i - 1][1] + size
+            self._free.pop(i - 1)
+            i -= 1
+        if addr + size == self.heap_end:   # joins the top: trim past the threshold
+            if size >= self.trim_threshold:
+                self.heap_end = addr
+            else:
+                self._free.insert(i, [addr, size])
+            return
+        self._free.insert(i, [addr, size])
+
+
+def replay_steps(events, *, num_steps: int = 2, persistent_after_first=()) -> tuple[int, int]:
+    """(resident peak, live-bytes peak) of ``num_steps`` steps of ``events`` through a fresh
+    :class:`GlibcHeap`.
+
+    ``events``: one step's ``(key, nbytes)`` in order, ``nbytes > 0`` an allocation and
+    ``nbytes <= 0`` the free of ``key``; whatever is still live at the end of a step is freed
+    then (outputs, gradients at ``zero_grad``). ``persistent_after_first``: sizes allocated once
+    after the first step and kept (an optimizer's state)."""
+    heap = GlibcHeap()
+    live = peak_live = 0
+    sizes: dict = {}
+    for step in range(num_steps):
+        for key, nbytes in events:
+            k = (step, key)
+            if nbytes > 0:
+                heap.alloc(k, nbytes)
+                sizes[k] = nbytes
+                live += nbytes
+                peak_live = max(peak_live, live)
+            elif k in sizes:
+                heap.free(k)
+                live -= sizes.pop(k)
+        for k in [k for k in sizes if k[0] == step]:
+            heap.free(k)
+            live -= sizes.pop(k)
+        if step == 0:
+            for i, nbytes in enumerate(persistent_after_first):
+                heap.alloc(("state", i), nbytes)
+                live += nbytes
+                peak_live = max(peak_live, live)
+    return heap.peak, peak_live
+
+
+def cuda_block_bytes(nbytes: int) -> int:
+    """Bytes of the caching-allocator block a request of ``nbytes`` occupies (module doc):
+    rounded up to 512 B, and requests above 10 MiB (their own segment) up to 2 MiB.
+
+    >>> cuda_block_bytes(1), cuda_block_bytes(513), cuda_block_bytes(11 * 2**20 + 1) // 2**20
+    (512, 1024, 12)
+    """
+    n = max(int(nbytes), 1)
+    block = -(-n // CUDA_MIN_BLOCK) * CUDA_MIN_BLOCK
+    if block > CUDA_MIN_LARGE_ALLOC:
+        block = -(-block // CUDA_ROUND_LARGE) * CUDA_ROUND_LARGE
+    return block
+
+
+#: Reserved bytes beyond the live blocks from segment granularity: on average half of the last
+#: 2 MiB segment of the small pool and half of the last 20 MiB segment of 1-10 MiB requests.
+CUDA_SEGMENT_SLACK_BYTES = CUDA_SMALL_BUFFER // 2 + CUDA_LARGE_BUFFER // 2
+
+
+@dataclass(frozen=True)
+class ProcessEstimate:
+    """What the process shows at the step's peak (see the module doc); ``None`` where unknown."""
+
+    process_bytes: int | None
+    label: str
+    cuda_reserved_bytes: int
+    process_low_bytes: int | None = None
+    process_high_bytes: int | None = None
+    """P10-P90 band of ``process_bytes`` (CPU): from a heap that keeps nothing beyond the live
+    tensors to one that also keeps a second copy of the step's other tensors (native library
+    workspaces and thread arenas are not replayed)."""
+
+
+def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: int,
+                     inputs_bytes: int) -> ProcessEstimate:
+    """From the profile-time facts (:func:`aiadvisor.profiler.process.facts`) and the
+    allocator-level peak: the CPU resident set, or for a model on a CUDA device
+    ``torch.cuda.max_memory_reserved()``; and the reserved figure of the same step on a GPU.
+
+    CPU: the resident set now, less the model's own tensors already in it, plus weights and
+    inputs, plus the step's other tensors times the replayed heap's resident-to-live ratio,
+    plus :data:`FIRST_STEP_RESIDENT_BYTES`. CUDA: the peak times the replayed block-rounding
+    ratio, plus :data:`CUDA_SEGMENT_SLACK_BYTES` and, with GEMMs, the cuBLAS workspace.
+
+    >>> f = {"device": "cpu", "rss_bytes": 500 * MiB, "resident_model_bytes": 100 * MiB,
+    ...      "heap_ratio": 1.5, "cuda_block_ratio": 1.0, "cuda_gemms": False}
+    >>> e = process_estimate(f, mode="infer", peak_bytes=300 * MiB, weights_bytes=100 * MiB,
+    ...                      inputs_bytes=0)
+    >>> e.process_bytes // MiB    # 500 - 100 + 100 + 200 x 1.5 + 2
+    802
+    """
+    reserved = int(peak_bytes * facts.get("cuda_block_ratio", 1.0)) + CUDA_SEGMENT_SLACK_BYTES
+    if facts.get("cuda_gemms"):
+        reserved += CUBLAS_WORKSPACE_BYTES["other"]
+    device = str(facts.get("device", "cpu"))
+    if device.startswith("cuda"):
+        return ProcessEstimate(
+            process_bytes=reserved,
+            label=("torch.cuda.max_memory_reserved() over the step (estimated): the peak in "
+                   "caching-allocator blocks plus segment slack and the cuBLAS workspace; "
+                   "fragmentation beyond block rounding is not modelled. nvidia-smi shows "
+                   f"about {CUDA_CONTEXT_BYTES // MiB} MiB more (CUDA context, published "
+                   "figures)."),
+            cuda_reserved_bytes=reserved)
+    rss = facts.get("rss_bytes")
+    if rss is None or device != "cpu":
+        return ProcessEstimate(process_bytes=None, label="", cuda_reserved_bytes=reserved)
+    base = rss - facts.get("resident_model_bytes", 0)
+    transient = max(0, peak_bytes - weights_bytes - inputs_bytes)
+    ratio = facts.get("heap_ratio", 1.0)
+    first = FIRST_STEP_RESIDENT_BYTES["train" if mode == "train" else "infer"]
+    fixed = base + weights_bytes + inputs_bytes
+    total = fixed + transient * ratio + first
+    label = (f"CPU resident set (RSS) at the step's peak (estimated): {base / MiB:.0f} MiB the "
+             "process held without the model's tensors when profiled (measured), weights and "
+             f"inputs, the step's other tensors x {ratio:.2f} (glibc heap they leave resident, "
+             "replayed), and the first step's runtime pages; assumes no optimizer state is "
+             "resident yet.")
+    return ProcessEstimate(process_bytes=int(total), label=label, cuda_reserved_bytes=reserved,
+                           process_low_bytes=int(fixed + transient + first / 2),
+                           process_high_bytes=int(fixed + transient * (ratio + 1) + first))

@@ -1,0 +1,87 @@
+"""What the process will show for the profiled step (see
+:mod:`aiadvisor.estimate.process_memory`): the facts measured or replayed at profile time.
+
+Measured here, at the edge: the process's resident set now (``psutil``), and how much of it is
+the model's own tensors (its CPU parameters, buffers, gradients and the example inputs, which
+the step's peak counts again). Replayed: the step's allocations and frees through glibc's
+policy (CPU) and the CUDA caching allocator's block sizes. :func:`process_memory` turns these
+and the profile's allocator-level peak into ``memory.process_bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..estimate import process_memory as pm
+
+#: Optimizer state tensors per parameter (torch.optim: Adam/AdamW exp_avg and exp_avg_sq,
+#: SGD with momentum its momentum buffer).
+_STATE_TENSORS = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0, "none": 0}
+
+
+def _resident_rss() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:  # noqa: BLE001 - no psutil or no /proc: no process figure
+        return None
+
+
+def _cpu_bytes(tensors) -> int:
+    """Bytes of the distinct real CPU storages among ``tensors`` (meta/fake ones hold none)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    seen, total = set(), 0
+    for t in tensors:
+        if t is None or t.device.type != "cpu" or isinstance(t, FakeTensor):
+            continue
+        st = t.untyped_storage()
+        if st.data_ptr() in seen:
+            continue
+        seen.add(st.data_ptr())
+        total += st.nbytes()
+    return total
+
+
+def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dict[str, Any]:
+    """Process facts of the first trace (a plain dict, kept in the profile's static part)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    params = list(model.parameters())
+    sizes = [p.numel() * p.element_size() for p in params if p.requires_grad]
+    state = [s for s in sizes for _ in range(_STATE_TENSORS.get(optimizer, 0))] \
+        if mode == "train" else []
+    heap_peak, live_peak = pm.replay_steps(result.alloc_events, persistent_after_first=state)
+    inputs = [t for t in tree_flatten((spec.args, spec.kwargs))[0] if isinstance(t, torch.Tensor)]
+    resident = _cpu_bytes([*params, *model.buffers(), *inputs, *(p.grad for p in params)])
+    # CUDA: every live tensor (weights and inputs included) occupies its rounded block.
+    weights = [t.numel() * t.element_size() for t in [*params, *model.buffers()]]
+    rounded, actual = _cuda_rounding(result.alloc_events, weights)
+    gemms = any(agg.op_class in ("gemm", "attention") for agg in result.aggs.values())
+    return {
+        "device": device, "rss_bytes": _resident_rss(), "resident_model_bytes": resident,
+        "heap_ratio": heap_peak / live_peak if live_peak else 1.0,
+        "cuda_block_ratio": rounded / actual if actual else 1.0, "cuda_gemms": gemms,
+        "had_grads": any(p.grad is not None for p in params),
+    }
+
+
+def _cuda_rounding(events, weights: list[int]) -> tuple[int, int]:
+    """Peak of the live bytes with each storage in its caching-allocator block, and without."""
+    base_rounded = sum(pm.cuda_block_bytes(w) for w in weights if w > 0)
+    base = sum(weights)
+    live, live_rounded, peak, peak_rounded = base, base_rounded, base, base_rounded
+    sizes: dict[int, int] = {}
+    for key, nbytes in events:
+        if nbytes > 0:
+            sizes[key] = nbytes
+            live += nbytes
+            live_rounded += pm.cuda_block_bytes(nbytes)
+        elif key in sizes:
+            n = sizes.pop(key)
+            live -= n
+            live_rounded -= pm.cuda_block_bytes(n)
+        peak, peak_rounded = max(peak, live), max(peak_rounded, live_rounded)
+    return peak_rounded, peak

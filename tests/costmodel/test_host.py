@@ -1,0 +1,92 @@
+"""The host side of eager PyTorch: counts in the profile, CPU host costs, max(device, host) on
+accelerators and what CUDA graphs remove."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aiadvisor as aa
+from aiadvisor.costmodel.host import (
+    EAGER_KERNEL_US,
+    MODULE_CALL_US,
+    VIEW_OP_US,
+    HostCounts,
+    accelerator_host_s,
+    cpu_host_extra_s,
+)
+from aiadvisor.hardware.host import HostCosts, measure_host_costs
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64))
+
+
+def test_profile_counts_module_calls_and_view_ops():
+    prof = aa.profile(_mlp(), torch.randn(2, 64), mode="infer", scaling=False)
+    # Sequential + Linear + ReLU + Linear: 4 calls; each Linear on 2-D input transposes its
+    # weight (aten.t, a view) for addmm: 2 views.
+    assert prof.num_module_calls == 4
+    assert prof.num_view_ops_forward == 2
+    assert prof.num_view_ops_backward == 0
+
+
+def test_repeated_blocks_multiply_module_calls():
+    from aiadvisor import examples
+
+    model, ids = examples.build("tiny-gpt", batch_size=1, seq_len=16)
+    once = aa.profile(model, ids, mode="infer", scaling=False, repeated_blocks=False)
+    traced_one = aa.profile(model, ids, mode="infer", scaling=False)
+    assert traced_one.num_module_calls == once.num_module_calls
+    assert traced_one.num_view_ops_forward == once.num_view_ops_forward
+
+
+def test_cpu_host_extra_by_hand():
+    costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                      view_us=0.8)
+    counts = HostCounts(forward_ops=10, backward_ops=20, optimizer_ops=4, module_calls=5,
+                        view_ops=10)
+    extra, total = cpu_host_extra_s(counts, costs, train=True)
+    # modules 5 x 2 + views 10 x 0.8 + forward ops 10 x (0.5 autograd + (3 - 1) engine) = 43 us
+    assert extra == pytest.approx(43e-6)
+    # plus the dispatch already inside the measured op times: (10 + 20) x 1 us
+    assert total == pytest.approx(73e-6)
+    extra_infer, _ = cpu_host_extra_s(counts, costs, train=False)
+    assert extra_infer == pytest.approx(18e-6)   # no autograd in inference
+
+
+def test_accelerator_host_by_hand():
+    counts = HostCounts(forward_ops=100, backward_ops=200, optimizer_ops=50, module_calls=40,
+                        view_ops=60)
+    low, mid, high = accelerator_host_s(counts)
+    fixed = 40 * MODULE_CALL_US + 60 * VIEW_OP_US
+    assert mid == pytest.approx((300 * EAGER_KERNEL_US[1] + fixed) * 1e-6)
+    assert low < mid < high
+
+
+def test_small_batch_gpu_step_is_host_bound_and_graphs_remove_it():
+    prof = aa.profile(_mlp(), torch.randn(1, 64), mode="infer")
+    small = aa.predict(prof, hardware="H100", precision="bf16")
+    # 3 kernels x 7 us + 4 module calls x 1 us + 2 views x 0.8 us = 26.6 us of host time,
+    # more than the device needs for three tiny kernels.
+    assert small.host_s == pytest.approx(26.6e-6)
+    assert small.host_bound
+    assert small.step_time_s == pytest.approx(small.host_s)
+    assert small.graphs_step_s < small.step_time_s
+    assert small.low_s <= small.step_time_s <= small.high_s
+    assert any("CUDA graphs" in n for n in small.notes)
+    big = aa.predict(prof.at(batch_size=65536), hardware="H100", precision="bf16")
+    # The host work does not grow with the batch; the device's does.
+    assert big.host_s == pytest.approx(small.host_s)
+    assert not big.host_bound
+    assert big.graphs_step_s == pytest.approx(big.step_time_s)
+
+
+def test_measured_host_costs_are_positive_and_ordered():
+    costs = measure_host_costs(num_ops=50)
+    for name in ("dispatch_us", "backward_node_us", "view_us"):
+        assert 0 < getattr(costs, name) < 1000, name
+    # Running a backward node dispatches its op and more: never cheaper than a bare dispatch
+    # (medians of repeated timings; a 2x margin for a busy machine).
+    assert costs.backward_node_us > 0.5 * costs.dispatch_us
+    assert "measured" in costs.source

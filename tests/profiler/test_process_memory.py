@@ -1,0 +1,110 @@
+"""Memory as the process shows it: glibc heap replay, CUDA block sizes, ``memory.process_bytes``."""
+
+from __future__ import annotations
+
+import torch
+
+import aiadvisor as aa
+from aiadvisor.estimate import process_memory as pm
+
+MiB = 2**20
+
+
+def test_large_tensors_are_mmapped_until_a_free_raises_the_threshold():
+    heap = pm.GlibcHeap()
+    heap.alloc("a", 4 * MiB)                  # >= 128 KiB: its own mmap
+    assert heap.heap_end == 0 and heap.mmapped == 4 * MiB + 4096   # 4 MiB + header, in pages
+    heap.free("a")                            # returned; threshold := that chunk's size
+    assert heap.resident == 0 and heap.threshold == 4 * MiB + 4096
+    heap.alloc("b", 4 * MiB)                  # now below the threshold: from the heap
+    assert heap.mmapped == 0 and heap.heap_end == 4 * MiB + 16
+    heap.free("b")                            # 4 MiB free top < trim threshold (8 MiB): kept
+    assert heap.resident == 4 * MiB + 16
+
+
+def test_threshold_never_rises_past_32_mib():
+    heap = pm.GlibcHeap()
+    heap.alloc("big", 64 * MiB)
+    heap.free("big")
+    assert heap.threshold == pm.MMAP_THRESHOLD_MIN    # 64 MiB > DEFAULT_MMAP_THRESHOLD_MAX
+    heap.alloc("again", 64 * MiB)
+    assert heap.mmapped > 64 * MiB and heap.heap_end == 0
+
+
+def test_freed_heap_chunks_are_reused_best_fit_and_coalesced():
+    heap = pm.GlibcHeap(threshold=32 * MiB)
+    for key in "abc":
+        heap.alloc(key, MiB)                  # three 1 MiB chunks (+16 B header each)
+    chunk = MiB + 16
+    heap.free("a")
+    heap.free("b")                            # a and b merge into one 2-chunk hole
+    heap.alloc("d", 2 * MiB)                  # fits the hole exactly: the heap does not grow
+    assert heap.heap_end == 3 * chunk and heap.peak == 3 * chunk
+
+
+def test_replay_of_two_steps_keeps_the_second_steps_activations_in_the_heap():
+    # One step: two 8 MiB activations alive together, then freed. Step 1 mmaps both (peak
+    # 16 MiB + pages) and frees them, raising the threshold to 8 MiB + a page; step 2 takes
+    # them from the heap, which keeps them: the resident peak is the same 16 MiB, the heap
+    # now holds it after the step (the trim threshold is twice 8 MiB + a page).
+    events = [(1, 8 * MiB), (2, 8 * MiB), (1, 0), (2, 0)]
+    peak, live = pm.replay_steps(events)
+    assert live == 16 * MiB
+    assert 16 * MiB <= peak <= 16 * MiB + 2 * 4096
+
+
+def test_cuda_blocks_round_to_512_bytes_and_large_ones_to_2_mib():
+    assert pm.cuda_block_bytes(4) == 512
+    assert pm.cuda_block_bytes(1000) == 1024
+    assert pm.cuda_block_bytes(5 * MiB + 1) == 5 * MiB + 512           # cut from a 20 MiB segment
+    assert pm.cuda_block_bytes(10 * MiB + 1) == 12 * MiB                # own segment, 2 MiB steps
+
+
+def test_process_estimate_arithmetic():
+    facts = {"device": "cpu", "rss_bytes": 400 * MiB, "resident_model_bytes": 40 * MiB,
+             "heap_ratio": 2.0, "cuda_block_ratio": 1.25, "cuda_gemms": True}
+    e = pm.process_estimate(facts, mode="train", peak_bytes=200 * MiB, weights_bytes=40 * MiB,
+                            inputs_bytes=0)
+    # 400 - 40 (model already resident) + 40 (weights) + 160 x 2.0 + 6 (first training step)
+    assert e.process_bytes == 726 * MiB
+    # Band: a heap keeping only the live tensors, half the first-step pages (400 + 160 + 3),
+    # to one keeping a second copy of them (400 + 160 x 3 + 6).
+    assert (e.process_low_bytes, e.process_high_bytes) == (563 * MiB, 886 * MiB)
+    assert "RSS" in e.label
+    # Reserved: 200 x 1.25 + 1 MiB + 10 MiB slack + 8.125 MiB cuBLAS workspace (non-Hopper)
+    assert e.cuda_reserved_bytes == int(250 * MiB + 11 * MiB + 8 * MiB + 128 * 1024)
+    on_gpu = pm.process_estimate({**facts, "device": "cuda:0"}, mode="train",
+                                 peak_bytes=200 * MiB, weights_bytes=40 * MiB, inputs_bytes=0)
+    assert on_gpu.process_bytes == e.cuda_reserved_bytes
+    assert "max_memory_reserved" in on_gpu.label
+
+
+def test_profile_reports_process_memory_beside_the_allocator_peak():
+    import psutil
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(),
+                                torch.nn.Linear(1024, 256))
+    x = torch.randn(64, 256)
+    rss_before = psutil.Process().memory_info().rss
+    prof = aa.profile(model, x, mode="train")
+    mem = prof.memory
+    assert mem.process_label.startswith("CPU resident set")
+    # The process already holds the interpreter and torch (hundreds of MiB): the resident set
+    # at the peak is at least what it holds now plus the step's new tensors.
+    new_tensors = mem.peak_bytes - mem.weights_bytes - mem.inputs_bytes
+    assert mem.process_bytes >= 0.9 * rss_before + new_tensors
+    assert mem.cuda_reserved_bytes >= mem.peak_bytes
+    # prof.at keeps the figure in step with the peak it is computed from.
+    # 64 more samples add 64 x (256 + 1024 + ...) x 4 bytes of activations at least.
+    bigger = prof.at(batch_size=128).memory
+    assert bigger.process_bytes - mem.process_bytes >= bigger.peak_bytes - mem.peak_bytes > 0
+
+
+def test_meta_model_has_no_resident_set_but_a_reserved_figure():
+    with torch.device("meta"):
+        model = torch.nn.Linear(4096, 4096)
+    prof = aa.profile(model, torch.randn(8, 4096, device="meta"), mode="infer", scaling=False)
+    # A meta model runs nowhere yet: no process figure, but the CUDA reserved estimate holds
+    # its 64 MiB of weights (one block of 64 MiB, already a multiple of 2 MiB) and more.
+    assert prof.memory.process_bytes is None and prof.memory.process_label == ""
+    assert prof.memory.cuda_reserved_bytes >= prof.memory.peak_bytes >= 64 * MiB
