@@ -181,6 +181,10 @@ class HardwareSpec:
     segment: str | None = None
     """Who buys it: datacenter, workstation, consumer or edge (a buyer's filter; ``kind`` says
     what the chip is)."""
+    graph_replay: bool = False
+    """A what-if, never a catalog column: the step is replayed from a captured CUDA graph
+    (``torch.compile(mode="reduce-overhead")``), so eager PyTorch's host work no longer bounds
+    it (the plan's CUDA-graphs step sets it)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(

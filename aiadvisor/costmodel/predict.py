@@ -396,8 +396,9 @@ def _host(prof: ModelProfile, work, devs: DeviceArrays, device_s: np.ndarray,
             host[:, d] = total * spread
         elif spec.kind in EAGER_KINDS:
             host[:, d] = accelerator_host_s(counts)
-            add[:, d] = np.maximum(host[:, d] - device_s[:, d], 0.0)
             graphs[:, d] = device_s[:, d]
+            if not spec.graph_replay:  # a replayed graph issues no kernels from Python
+                add[:, d] = np.maximum(host[:, d] - device_s[:, d], 0.0)
     return host, add, graphs
 
 

@@ -349,19 +349,23 @@ def cuda_graphs(ctx: Context) -> Recommendation | None:
     from ..costmodel.devices import launch_s
 
     graphed = dataclasses.replace(
-        ctx.spec, launch_overhead_us=launch_s(ctx.spec) * 1e6 * GRAPH_LAUNCH_FRACTION)
+        ctx.spec, launch_overhead_us=launch_s(ctx.spec) * 1e6 * GRAPH_LAUNCH_FRACTION,
+        graph_replay=True)
     after = ctx.predictor.outcome(ctx.step_prof, graphed, precision=ctx.precision,
                                   parallel=ctx.config).prediction
     gain = _gain(ctx, after)
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
+    host = (f" Issuing the kernels from Python takes {fmt_seconds(base.host_s)}, longer than "
+            "the device needs, so the GPU idles." if base.host_bound else "")
     return _make(
         ctx, tactic_id="cuda_graphs", title="CUDA graphs: one launch per step",
         category="speed",
-        rationale=(f"Kernel launch overhead is {_pct(share)} of the predicted step "
+        rationale=(f"Kernel launch and host overhead is {_pct(share)} of the predicted step "
                    f"({fmt_seconds(base.overhead_s)} of {fmt_seconds(base.step_time_s)}): the "
-                   "GPU waits for the CPU. Replaying a captured graph is priced at a quarter of "
-                   "an eager launch per kernel (an assumption)."),
+                   f"GPU waits for the CPU.{host} Replaying a captured graph is priced at a "
+                   "quarter of an eager launch per kernel (an assumption) and without the "
+                   "host's per-kernel work."),
         snippet_id="cuda_graphs", gain=gain, trigger={"launch_overhead_share": share},
     )
 
