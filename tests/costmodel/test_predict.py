@@ -440,3 +440,31 @@ def test_pipeline_paced_by_the_slowest_stage_by_hand(spec, exact_model):
     # one device runs it all: no stages, no imbalance
     single = predict(prof, hardware=spec, precision="fp32", model=exact_model)
     assert single.step_time_s == pytest.approx(5 * (0.75e9 / 3000e9 + 4e-6), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_ops_placed_on_pipeline_stages_as_megatron_does():
+    # A 4-block GPT-2-style decoder (hidden 64, vocab 1000), batch 2 x 32 tokens: the token
+    # and position embeddings go on the first stage, the final norm, LM head and loss on
+    # the last, everything in layers.* is block work.
+    import torch
+
+    from aiadvisor import profile
+    from aiadvisor.costmodel.ops import op_arrays
+    from aiadvisor.examples import DecoderConfig, _build_decoder
+
+    cfg = DecoderConfig(vocab_size=1000, hidden_size=64, num_layers=4, num_heads=4,
+                        style="gpt2", max_positions=32)
+    with torch.device("meta"):
+        model = _build_decoder(cfg)
+    prof = profile(model, torch.randint(0, 1000, (2, 32), device="meta"), mode="train",
+                   optimizer="adamw")
+    ops = op_arrays(prof)
+    modules = [op.module for op in prof.ops if op.count > 0]
+    placed = {m: s for m, s in zip(modules, ops.stage)}
+    assert placed["embed"] == placed["pos"] == "first"
+    assert placed["head"] == placed["norm"] == "last"
+    assert {s for m, s in placed.items() if m.startswith("layers.*")} == {"block"}
+    # last-stage GEMM FLOPs: the head, 2 x 64 tokens x 64 x 1000 forward, twice that backward
+    last_gemm = ops.flops[(ops.stage == "last") & ops.gemm_like & (ops.phase != "optimizer")]
+    assert last_gemm.sum() == pytest.approx(3 * 2 * 64 * 64 * 1000)
