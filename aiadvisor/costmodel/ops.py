@@ -41,6 +41,10 @@ class OpArrays:
     autocast_fp32: np.ndarray
     recurrent: np.ndarray
     attention_core: np.ndarray
+    stage: np.ndarray
+    """Where a pipeline puts the op, Megatron-LM's partition: ``"block"`` (inside the repeated
+    blocks, spread equally over the stages), ``"first"`` (embedding modules: the first stage)
+    or ``"last"`` (everything else outside the blocks: final norm, LM head, loss)."""
 
     def __len__(self) -> int:
         return len(self.name)
@@ -66,6 +70,7 @@ def is_norm(op_name: str) -> bool:
 def op_arrays(prof: ModelProfile) -> OpArrays:
     """Extract the op records of ``prof`` (records with no calls are dropped)."""
     ops = [op for op in prof.ops if op.count > 0]
+    embeddings = frozenset(m.name for m in prof.modules if m.type == "Embedding")
     name = np.array([op.op for op in ops], dtype=object)
     op_class = np.array([op.op_class for op in ops], dtype=object)
     return OpArrays(
@@ -84,7 +89,17 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
                            bool),
         attention_core=np.array([op.op_class == "attention" or op.op in ATTENTION_CORE_OPS
                                  for op in ops], bool),
+        stage=np.array([_stage_of(op, embeddings) for op in ops], dtype=object),
     )
+
+
+def _stage_of(op, embeddings: frozenset[str]) -> str:
+    """Pipeline placement of one op record (see :attr:`OpArrays.stage`)."""
+    if op.repeat > 1 or "*" in op.module:
+        return "block"
+    if op.op_class == "embedding" or op.module in embeddings:
+        return "first"
+    return "last"
 
 
 def _forward_weight_share(prof: ModelProfile, ops: OpArrays) -> float:

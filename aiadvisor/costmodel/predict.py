@@ -17,6 +17,7 @@ from ..estimate.collectives import (
     collective_time_s,
     exposed_time_s,
     hierarchical_time_s,
+    stage_imbalance,
 )
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
@@ -402,6 +403,30 @@ def _host(prof: ModelProfile, work, devs: DeviceArrays, device_s: np.ndarray,
     return host, add, graphs
 
 
+def _stage_imbalance(prof: ModelProfile, ops: OpArrays, parts: dict, mult: np.ndarray,
+                     parallel: ParallelConfig, notes: list[str]) -> np.ndarray | float:
+    """Slowest / average pipeline stage from the ops' own times (forward and backward; the
+    AMP casts appended after the records count as block work)."""
+    if parallel.pp_degree == 1 or not prof.num_blocks:
+        return 1.0
+    t = sum(parts[k] * mult for k in parts)
+    appended = np.full(t.shape[-1] - len(ops), "block", dtype=object)
+    where = np.where(ops.phase == "optimizer", "none", ops.stage)
+    where = np.concatenate([where, appended])
+    block_s, first_s, last_s = (t[..., where == w].sum(axis=-1)
+                                for w in ("block", "first", "last"))
+    if not (ops.stage == "block").any():
+        return 1.0  # no op marked as a block's: the "No repeated blocks" note says so
+    imbalance = stage_imbalance(block_s, first_s, last_s, pp_degree=parallel.pp_degree,
+                                num_blocks=prof.num_blocks)
+    worst = float(np.max(imbalance))
+    if worst > 1.005:
+        notes.append(f"pipeline paced by its slowest stage, up to {worst:.2f} x the average "
+                     "(Megatron-LM's partition: equal blocks per stage, the embedding on the "
+                     "first, the LM head and loss on the last)")
+    return imbalance
+
+
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
                curves=None, networks: list[Network] | None = None,
@@ -434,7 +459,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         stage_s = stage_s - sum((parts[k] * mult)[..., opt].sum(axis=-1) for k in parts)
     bubble = bubble_fraction(parallel.pp_degree, parallel.num_microbatches,
                              parallel.virtual_stages)
-    overhead = sums["overhead"] + stage_s * bubble / (1 - bubble)
+    imbalance = _stage_imbalance(prof, ops, parts, mult, parallel, notes)
+    # 1F1B: every slot, busy or bubble, lasts as long as the slowest stage's.
+    overhead = sums["overhead"] + stage_s * (imbalance / (1 - bubble) - 1)
     memory = sums["memory"]
     if parallel.offload and prof.mode == "train" and opt.any():
         shard = parallel.dp_degree if parallel.zero_stage >= 1 else 1

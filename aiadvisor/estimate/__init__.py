@@ -15,6 +15,7 @@ from .collectives import (
     collective_time_s,
     exposed_time_s,
     hierarchical_time_s,
+    stage_imbalance,
 )
 from .roofline import ridge_point, roofline_time_s
 
@@ -29,4 +30,5 @@ __all__ = [
     "hierarchical_time_s",
     "ridge_point",
     "roofline_time_s",
+    "stage_imbalance",
 ]

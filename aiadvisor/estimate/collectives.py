@@ -187,6 +187,47 @@ def bubble_fraction(pp_degree: int, num_microbatches: int, virtual_stages: int =
     return (pp_degree - 1) / (virtual_stages * num_microbatches + pp_degree - 1)
 
 
+def stage_imbalance(block_s, first_s, last_s, *, pp_degree: int, num_blocks: int):
+    """Slowest / average pipeline stage time under Megatron-LM's partition.
+
+    Megatron-LM gives every stage the same number of transformer blocks (``num_blocks /
+    pp``; when it does not divide, the first ``num_blocks % pp`` stages here take one more),
+    puts the embedding on the first stage and the final norm, LM head and loss on the last.
+    DeepSpeed's ``partition_method="type:transformer"`` partitions the same way; its default
+    ``"parameters"`` (balance parameter counts, embeddings included) is not modelled. In 1F1B
+    the slowest stage paces every slot, so the step is ``imbalance / (1 - bubble)`` times the
+    average stage's busy time. ``block_s`` is the time of all blocks, ``first_s`` and
+    ``last_s`` of the ops outside them (numbers or numpy arrays of one shape).
+
+    >>> stage_imbalance(8.0, 0.0, 2.0, pp_degree=4, num_blocks=8)  # stages 2, 2, 2, 4 s
+    1.6
+    >>> stage_imbalance(8.0, 1.0, 1.0, pp_degree=1, num_blocks=8)
+    1.0
+    """
+    if pp_degree < 1 or num_blocks < 0:
+        raise InvalidArgumentError(
+            f"pp_degree={pp_degree!r}, num_blocks={num_blocks!r} are not valid: expected "
+            "pp_degree >= 1 and num_blocks >= 0."
+        )
+    block_s, first_s, last_s = (np.asarray(x, float) for x in (block_s, first_s, last_s))
+    if pp_degree == 1 or num_blocks == 0:
+        return _scalar(np.ones(np.broadcast(block_s, first_s, last_s).shape))
+    base, extra = divmod(num_blocks, pp_degree)
+    share = block_s / num_blocks
+    first = (base + (extra > 0)) * share + first_s
+    last = (base + (pp_degree - 1 < extra)) * share + last_s
+    slowest = np.maximum(first, last)
+    if pp_degree > 2:  # stage 1 holds the most blocks of the middle stages
+        slowest = np.maximum(slowest, (base + (1 < extra)) * share)
+    mean = (block_s + first_s + last_s) / pp_degree
+    return _scalar(np.where(mean > 0, slowest / np.where(mean > 0, mean, 1.0), 1.0))
+
+
+def _scalar(values: np.ndarray):
+    """A 0-d array as a float, others unchanged."""
+    return float(values) if values.ndim == 0 else values
+
+
 #: Fixed latency of one all-to-all call (NCCL's grouped send/recv), seconds: an assumed figure
 #: of the same order as the fitted all-reduce latency, not fitted to measurements.
 ALL_TO_ALL_ALPHA_S = 25e-6

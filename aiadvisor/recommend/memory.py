@@ -230,7 +230,9 @@ def activation_parts(prof: ModelProfile, *, precision: str) -> ActivationParts:
 
 @dataclass(frozen=True, kw_only=True)
 class DeviceMemory:
-    """Bytes on one device (the fullest one: first pipeline stage) under a parallel plan."""
+    """Bytes on one device (the fullest one) under a parallel plan: with a pipeline, the
+    parameters of the stage holding the most and the first stage's activations (1F1B's
+    warm-up keeps the most micro-batches in flight there)."""
 
     weights_bytes: float
     grads_bytes: float
@@ -252,13 +254,25 @@ class DeviceMemory:
 
 
 def _stage_params(prof: ModelProfile, pp: int) -> float:
-    """Parameters on the fullest pipeline stage: ceil(L/pp) blocks plus the embedding or the
-    output head (each about half of the non-block parameters when untied)."""
+    """Parameters on the fullest pipeline stage under Megatron-LM's partition: the first
+    (ceil(L/pp) blocks and the embeddings) or the last (floor(L/pp) blocks, the final norm and
+    the LM head, whose tied weight Megatron keeps a copy of there), whichever holds more.
+
+    The split outside the blocks comes from the profile's module records (``Embedding``
+    modules on the first stage); a profile without them takes half of the non-block
+    parameters on each end."""
     if pp == 1:
         return float(prof.num_params)
     per_block = block_params(prof)
     other = max(0.0, prof.num_params - prof.num_blocks * per_block)
-    return math.ceil(prof.num_blocks / pp) * per_block + other / 2
+    outside = [m for m in prof.modules if "*" not in m.name]
+    first = sum(m.num_params for m in outside if m.type == "Embedding")
+    last = sum(m.num_params for m in outside if m.type != "Embedding")
+    if not outside or first + last <= 0 or first + last > 2 * other:
+        # no records, or records that list every block (no starred block): halves
+        first = last = other / 2
+    return max(math.ceil(prof.num_blocks / pp) * per_block + first,
+               prof.num_blocks // pp * per_block + last)
 
 
 def model_state_memory(prof: ModelProfile, config: ParallelConfig, *,

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
 from ..errors import AIAdvisorError
+from ..estimate import bubble_fraction
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
@@ -495,13 +496,24 @@ def tensor_parallel(ctx: Context) -> Recommendation | None:
     )
 
 
+def _interleave_caveat(c: ParallelConfig) -> str:
+    """What the pipeline snippet does not do: it runs plain 1F1B, one chunk per device."""
+    if c.virtual_stages == 1:
+        return ""
+    plain = bubble_fraction(c.pp_degree, c.num_microbatches)
+    inter = bubble_fraction(c.pp_degree, c.num_microbatches, c.virtual_stages)
+    return (f" The plan is priced with Megatron-LM's interleaved schedule ({c.virtual_stages} "
+            "virtual stages per device); the code below runs plain 1F1B (one chunk per "
+            f"device), whose bubble is {plain:.0%} instead of {inter:.0%}.")
+
+
 @rule("pipeline_parallel")
 def pipeline_parallel(ctx: Context) -> Recommendation | None:
     c = ctx.config
     if c.pp_degree < 2:
         return None
     flat = dataclasses.replace(c, dp_degree=c.dp_degree * c.pp_degree, pp_degree=1,
-                               num_microbatches=1)
+                               num_microbatches=1, virtual_stages=1)
     before, after = ctx.memory(flat), ctx.memory()
     return _make(
         ctx, tactic_id="pipeline_parallel", title=f"Pipeline parallel over {c.pp_degree} stages",
@@ -509,7 +521,7 @@ def pipeline_parallel(ctx: Context) -> Recommendation | None:
         rationale=(f"Each of {c.pp_degree} stages holds 1/{c.pp_degree} of the blocks: "
                    f"{fmt_bytes(after.total_bytes)} per device instead of "
                    f"{fmt_bytes(before.total_bytes)}; {c.num_microbatches} micro-batches keep "
-                   "the pipeline bubble small."),
+                   "the pipeline bubble small." + _interleave_caveat(c)),
         snippet_id="pipeline_parallel",
         values={"pp": c.pp_degree, "microbatches": c.num_microbatches},
         gain=_gain(ctx, ctx.base, ctx.predict(parallel=flat)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from aiadvisor.errors import AIAdvisorError
@@ -11,6 +12,7 @@ from aiadvisor.estimate import (
     exposed_time_s,
     ridge_point,
     roofline_time_s,
+    stage_imbalance,
 )
 
 
@@ -85,3 +87,20 @@ def test_interleaved_bubble_by_hand():
     assert bubble_fraction(4, 8, 1) == bubble_fraction(4, 8)
     with pytest.raises(AIAdvisorError, match="virtual_stages=0"):
         bubble_fraction(4, 8, 0)
+
+
+def test_stage_imbalance_megatron_partition_by_hand():
+    # 5 blocks of 1 s on 2 stages: 3 + embedding 0.5 s on the first, 2 + head and loss 2 s
+    # on the last: stages 3.5 and 4 s, average (5 + 0.5 + 2) / 2 = 3.75 s.
+    assert stage_imbalance(5.0, 0.5, 2.0, pp_degree=2, num_blocks=5) == pytest.approx(4 / 3.75)
+    # 10 blocks on 4 stages: 3, 3, 2, 2 blocks; nothing outside the blocks: a middle stage
+    # with 3 blocks is as slow as the first, 3 / 2.5.
+    assert stage_imbalance(10.0, 0.0, 0.0, pp_degree=4, num_blocks=10) == pytest.approx(1.2)
+    # balanced: 8 blocks on 4 stages, nothing else
+    assert stage_imbalance(8.0, 0.0, 0.0, pp_degree=4, num_blocks=8) == pytest.approx(1.0)
+    # vectorised over (quantile, device) arrays
+    out = stage_imbalance(np.array([8.0, 4.0]), np.zeros(2), np.array([2.0, 4.0]),
+                          pp_degree=4, num_blocks=8)
+    assert out == pytest.approx([4 / 2.5, 5 / 2.0])
+    with pytest.raises(AIAdvisorError, match="pp_degree=0"):
+        stage_imbalance(1.0, 0.0, 0.0, pp_degree=0, num_blocks=4)

@@ -18,7 +18,7 @@ from aiadvisor.errors import (
     UnknownHardwareError,
     UnsupportedPrecisionError,
 )
-from aiadvisor.schema import ParallelConfig
+from aiadvisor.schema import OpRecord, ParallelConfig
 
 from .conftest import constant_model, make_profile, make_spec, op
 
@@ -414,3 +414,57 @@ def test_unmeasured_precision_note_names_the_precision():
     note = next(n for n in pred.notes if n.startswith("No measured fp8 op data"))
     assert "at the fp8 peak" in note and "{" not in note and "}" not in note
     assert pred.confidence == "low"
+
+
+def test_pipeline_paced_by_the_slowest_stage_by_hand(spec, exact_model):
+    # 4 blocks of one memory-bound op (0.75 GB each, fp32) and an LM head op outside them as
+    # big as one block. pp=4, m=8: Megatron's partition puts one block per stage and the head
+    # on the last, so the last stage runs 8 x (0.75 GB / 8 / 3 TB/s + 4 us) = 0.282 ms of
+    # block and as much of head: 0.564 ms per 8 micro-batches; every 1F1B slot lasts as long
+    # as it: step = 0.564 ms x 11/8 (bubble 3/11) plus 8 messages of 1/8 MB.
+    def rec(module, count, repeat):
+        return OpRecord(op="aten.add", op_class="memory", phase="forward", module=module,
+                        dtype="float32", count=count, flops=0.0, bytes_read=0.5e9 * count,
+                        bytes_written=0.25e9 * count, repeat=repeat)
+
+    prof = make_profile([rec("layers.*", 4, 4), rec("head", 1, 1)], num_blocks=4,
+                        block_output_bytes=1_000_000)
+    c = load_model().collectives
+    p2p8 = c.alpha_s["send_recv"] + 1.25e5 / (450e9 * c.intra_node_efficiency)
+    slowest = 2 * 8 * (0.75e9 / 8 / 3000e9 + 4e-6)
+    pred = predict(prof, hardware=spec, precision="fp32", num_devices=4, model=exact_model,
+                   parallel=ParallelConfig(pp_degree=4, num_microbatches=8))
+    assert pred.step_time_s == pytest.approx(slowest * 11 / 8 + 8 * p2p8, rel=1e-6)
+    # average stage: (4 blocks + head) / 4 = 1.25 blocks -> slowest / average = 2 / 1.25
+    assert any("1.60 x the average" in n for n in pred.notes)
+    # one device runs it all: no stages, no imbalance
+    single = predict(prof, hardware=spec, precision="fp32", model=exact_model)
+    assert single.step_time_s == pytest.approx(5 * (0.75e9 / 3000e9 + 4e-6), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_ops_placed_on_pipeline_stages_as_megatron_does():
+    # A 4-block GPT-2-style decoder (hidden 64, vocab 1000), batch 2 x 32 tokens: the token
+    # and position embeddings go on the first stage, the final norm, LM head and loss on
+    # the last, everything in layers.* is block work.
+    import torch
+
+    from aiadvisor import profile
+    from aiadvisor.costmodel.ops import op_arrays
+    from aiadvisor.examples import DecoderConfig, _build_decoder
+
+    cfg = DecoderConfig(vocab_size=1000, hidden_size=64, num_layers=4, num_heads=4,
+                        style="gpt2", max_positions=32)
+    with torch.device("meta"):
+        model = _build_decoder(cfg)
+    prof = profile(model, torch.randint(0, 1000, (2, 32), device="meta"), mode="train",
+                   optimizer="adamw")
+    ops = op_arrays(prof)
+    modules = [op.module for op in prof.ops if op.count > 0]
+    placed = {m: s for m, s in zip(modules, ops.stage)}
+    assert placed["embed"] == placed["pos"] == "first"
+    assert placed["head"] == placed["norm"] == "last"
+    assert {s for m, s in placed.items() if m.startswith("layers.*")} == {"block"}
+    # last-stage GEMM FLOPs: the head, 2 x 64 tokens x 64 x 1000 forward, twice that backward
+    last_gemm = ops.flops[(ops.stage == "last") & ops.gemm_like & (ops.phase != "optimizer")]
+    assert last_gemm.sum() == pytest.approx(3 * 2 * 64 * 64 * 1000)

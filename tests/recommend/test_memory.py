@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from aiadvisor.errors import UnsupportedPrecisionError
@@ -11,7 +13,7 @@ from aiadvisor.recommend.memory import (
     state_bytes_per_param,
     usable_bytes,
 )
-from aiadvisor.schema import ParallelConfig
+from aiadvisor.schema import ModuleRecord, ParallelConfig
 
 from .conftest import make_profile
 
@@ -205,3 +207,32 @@ def test_llama3_8b_per_layer_activations_match_a_hand_count(llama8b):
     # full checkpointing keeps each layer's fp32 input: s x h x 4 bytes
     assert parts.block_input_bytes == tokens * h * 4
     assert parts.block_quadratic_bytes == 0  # SDPA
+
+
+def test_pipeline_states_follow_the_fuller_end_stage():
+    # The hand profile's 1e8 parameters outside the blocks split as an 8e7 embedding and a
+    # 2e7 head + norm. pp=4 over 10 blocks (Megatron: 3, 3, 2, 2 here): first stage 3 x 9e7 +
+    # 8e7 = 3.5e8, last 2 x 9e7 + 2e7 = 2e8 -> 3.5e8 parameters, 4 bytes each (fp32 weights
+    # under autocast).
+    def module(name, kind, params):
+        return ModuleRecord(name=name, type=kind, depth=1, num_params=params,
+                            param_bytes=4 * params, flops_forward=0.0, flops_backward=0.0,
+                            bytes_forward=0.0, bytes_backward=0.0, activation_bytes=0)
+
+    base = make_profile(**HAND)
+    config = ParallelConfig(dp_degree=2, pp_degree=4, num_microbatches=8)
+    split = replace(base, modules=(module("embed", "Embedding", 8 * 10**7),
+                                   module("head", "Linear", 2 * 10**7)))
+    assert device_memory(split, config, precision="bf16").weights_bytes == pytest.approx(
+        4 * 3.5e8)
+    # A tied head (Megatron keeps a copy of the 8e7 embedding on the last stage): the last
+    # stage holds 2 x 9e7 + 8e7 + 2e7 (norm) = 2.8e8, still below the first's 3.5e8; with the
+    # blocks 2, 2, 2, 2 + 2 (pp=5) it is the fuller: 2 x 9e7 + 1e8 = 2.8e8 vs 2.6e8.
+    tied = replace(base, modules=(module("embed", "Embedding", 8 * 10**7),
+                                  module("head", "Linear", 8 * 10**7),
+                                  module("norm", "LayerNorm", 2 * 10**7)))
+    five = ParallelConfig(dp_degree=2, pp_degree=5, num_microbatches=10)
+    assert device_memory(tied, five, precision="bf16").weights_bytes == pytest.approx(4 * 2.8e8)
+    # Without module records: half of the 1e8 on each end, 3 x 9e7 + 5e7 = 3.2e8.
+    assert device_memory(base, config, precision="bf16").weights_bytes == pytest.approx(
+        4 * 3.2e8)

@@ -271,3 +271,17 @@ def test_tf32_rationale_without_an_fp32_figure_compares_nothing():
     unknown = _tf32_rationale(dataclasses.replace(h100, fp32_tflops=None), 0.9)
     assert "494.7 TFLOPS in TF32 (the catalog has no FP32 figure" in unknown
     assert " 0 in fp32" not in unknown and "vs" not in unknown
+
+
+def test_pipeline_code_says_it_does_not_interleave(llama8b):
+    # The snippet runs Schedule1F1B with one chunk per device. pp=4, m=8: plain bubble
+    # 3 / 11 = 27 %, with v=2 the plan's 3 / 19 = 16 %; the rationale names both.
+    from aiadvisor.recommend.tactics import pipeline_parallel
+
+    inter = pipeline_parallel(_context(llama8b, ParallelConfig(
+        dp_degree=2, pp_degree=4, num_microbatches=8, virtual_stages=2)))
+    assert "2 virtual stages" in inter.rationale and "27% instead of 16%" in inter.rationale
+    assert "Schedule1F1B(" in inter.code
+    plain = pipeline_parallel(_context(llama8b, ParallelConfig(dp_degree=2, pp_degree=4,
+                                                               num_microbatches=8)))
+    assert "virtual" not in plain.rationale
