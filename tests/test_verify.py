@@ -13,16 +13,19 @@ import aiadvisor as aa
 from aiadvisor.costmodel import measurements
 
 
-@pytest.fixture
-def small_benchmark(monkeypatch, tmp_path):
-    """A small (still measured) benchmark of the attached CPU, cached in tmp_path: the
-    defaults take ~15-20 s on 2 shared cores."""
+@pytest.fixture(scope="module")
+def small_benchmark(tmp_path_factory):
+    """A small (still measured) benchmark of the attached CPU without the op grid, once for
+    this module (cached in a temporary folder): the defaults take ~15-20 s on 2 shared cores."""
     from aiadvisor.hardware import detection
 
     small = {"sizes": (64, 128), "precisions": ("fp32",), "bandwidth_bytes": 2**22,
-             "min_time_s": 0.01}
-    monkeypatch.setattr(detection, "detect", functools.partial(
-        detection.detect, cache_dir=str(tmp_path), progress=False, benchmark_options=small))
+             "min_time_s": 0.01, "ops": False}
+    cache = str(tmp_path_factory.mktemp("benchmark"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(detection, "detect", functools.partial(
+            detection.detect, cache_dir=cache, progress=False, benchmark_options=small))
+        yield
 
 
 def _net():
@@ -65,3 +68,32 @@ def test_verify_with_record_false_leaves_the_store_alone(measurement_store):
     net, x = _net()
     v = aa.verify(net, x, mode="infer", precision="fp32", record=False)
     assert v.recorded_to is None and not measurement_store.exists()
+
+
+@pytest.mark.usefixtures("small_benchmark")
+def test_verify_plan_records_the_step_as_you_run_it(measurement_store):
+    from types import SimpleNamespace
+
+    from aiadvisor.codegen import CodeNames
+    from aiadvisor.costmodel import resolve_hardware
+
+    net, x = _net()
+    prof = aa.profile(net, x, mode="infer")
+    spec = resolve_hardware("local")
+
+    def report(precision):
+        return SimpleNamespace(recommendations=[], profile=prof, hardware_spec=spec,
+                               _names=CodeNames(model="net", inputs="x"),
+                               options={"mode": "infer", "precision": precision,
+                                        "num_devices": 1})
+
+    result = aa.verify_plan(net, x, report("fp32"), warmup=1, repeats=3)
+    (rec,) = measurements.load()
+    assert result.recorded_to == str(measurement_store) and rec.source == "verify_plan"
+    assert rec.measured_step_s == pytest.approx(result.baseline_seconds_per_sample * 16)
+    assert rec.num_steps == 3
+    expected = aa.predict(prof, hardware=spec, precision="fp32", correction=False)
+    assert rec.predicted_step_s == pytest.approx(expected.step_time_s)
+    # A report in bf16 predicted another step than the plain one measured: not recorded.
+    assert aa.verify_plan(net, x, report("bf16"), warmup=1, repeats=3).recorded_to is None
+    assert len(measurements.load()) == 1
