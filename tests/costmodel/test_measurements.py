@@ -185,3 +185,26 @@ def test_a_read_only_folder_costs_the_record_not_the_measurement(monkeypatch, tm
             assert measurements.append(_record()) is None
     finally:
         folder.chmod(0o700)
+
+
+def test_the_report_and_the_dashboard_say_the_prediction_is_corrected(exact_model):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from aiadvisor.recommend.render import summary_lines
+
+    prof = make_profile([op("aten.mm", "gemm", "forward", flops=2e12, bytes_read=3e8,
+                            bytes_written=1e8)])
+    for _ in range(4):
+        measurements.append(_record(1.2))
+    pred = predict(prof, hardware=_measured_cpu(), precision="fp32", model=exact_model)
+    report = SimpleNamespace(profile=prof, prediction=pred, parallel=pd.DataFrame(), notes=[],
+                             options={"mode": "infer", "num_devices": 1, "hardware": "Test CPU",
+                                      "precision": "fp32"})
+    line = next(x for x in summary_lines(report) if x.startswith("Corrected"))
+    assert line.startswith("Corrected by 4 measurements on this device (x1.13; ")
+    pytest.importorskip("ipywidgets")
+    from aiadvisor.widgets.dashboard import headline_html
+
+    assert "Corrected by 4 measurements on this device (x1.13; " in headline_html(report)
