@@ -27,7 +27,6 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .measurements import Measurement, device_key, store_path
 
@@ -89,27 +88,17 @@ def enabled() -> bool:
 
 
 _LOCK = threading.Lock()
-#: (path, mtime_ns, size) -> records: planners predict hundreds of times per report, and a
-#: stat is all a prediction costs while the file does not change.
-_CACHE: dict[str, tuple[tuple[int, int], list[Measurement]]] = {}
+#: str(path) -> ((inode, mtime_ns, size), {device key: Correction or None}): planners predict
+#: hundreds of times per report, and a stat is all a prediction costs while the file is the same
+#: (an append renames a new file over it: another inode, a larger size).
+_CACHE: dict[str, tuple[tuple[int, int, int], dict[str, Correction | None]]] = {}
 
 
-def _records(path: Path) -> list[Measurement]:
-    from .measurements import load
+def _ratios(records: list[Measurement], key: str) -> list[float]:
+    from .. import __version__
 
-    try:
-        stat = path.stat()
-    except OSError:
-        return []
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    with _LOCK:
-        hit = _CACHE.get(str(path))
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-    records = load(path)
-    with _LOCK:
-        _CACHE[str(path)] = (stamp, records)
-    return records
+    return [r.ratio for r in records
+            if r.device_key == key and r.aiadvisor_version == __version__]
 
 
 def correction_for(kind: str, name: str, *, path: str | os.PathLike | None = None
@@ -117,9 +106,22 @@ def correction_for(kind: str, name: str, *, path: str | os.PathLike | None = Non
     """The correction of device ``kind/name`` from the store (None: no records, or off)."""
     if not enabled():
         return None
-    from .. import __version__
+    from .measurements import load
 
-    key = device_key(kind, name)
-    ratios = [r.ratio for r in _records(store_path(path))
-              if r.device_key == key and r.aiadvisor_version == __version__]
-    return from_records(ratios)
+    file = store_path(path)
+    try:
+        stat = file.stat()
+    except OSError:
+        return None
+    stamp, key = (stat.st_ino, stat.st_mtime_ns, stat.st_size), device_key(kind, name)
+    with _LOCK:
+        hit = _CACHE.get(str(file))
+        if hit is not None and hit[0] == stamp and key in hit[1]:
+            return hit[1][key]
+    fix = from_records(_ratios(load(file), key))
+    with _LOCK:
+        hit = _CACHE.get(str(file))
+        by_key = hit[1] if hit is not None and hit[0] == stamp else {}
+        by_key[key] = fix
+        _CACHE[str(file)] = (stamp, by_key)
+    return fix
