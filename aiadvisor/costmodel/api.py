@@ -244,7 +244,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         On a benchmarked device (``hardware="local"``), multiply by the correction that
         ``aa.verify``'s measurements of this device support (:mod:`aiadvisor.costmodel.
         correction`; the notes say by how much and from how many). No records, no correction;
-        ``False`` or ``$AIADVISOR_MEASURED_CORRECTION=0`` turns it off.
+        ``False`` or ``$AIADVISOR_MEASURED_CORRECTION=0`` turns it off. Generation
+        predictions (prefill + decode) are not corrected.
 
     Returns
     -------
