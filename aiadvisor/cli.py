@@ -90,8 +90,11 @@ def _run_measurements(args: argparse.Namespace) -> int:
     if args.clear:
         print(f"Cleared {measurements.clear()} measurements from {path}.")
         return 0
-    records = measurements.load()
+    records, why = measurements.load(), measurements.problem()
     print(f"Measurement store: {path} ({len(records)} records)")
+    if why:
+        print(f"It cannot be read ({why}): predictions are not corrected from it (the next "
+              "aa.verify keeps a corrupt or older file aside; a newer one is left alone).")
     for r in records:
         print(f"{r.timestamp}  {r.device:<28.28} {r.model:<16.16} {r.mode:<5} {r.precision:<4} "
               f"batch {r.batch_size:<4} predicted {r.predicted_step_s * 1e3:9.3f} ms  measured "

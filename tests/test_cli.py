@@ -104,3 +104,6 @@ def test_measurements_lists_the_store_and_the_correction_then_clears_it(capsys,
     assert cli.main(["measurements", "--clear"]) == 0
     assert f"Cleared 2 measurements from {measurement_store}." in capsys.readouterr().out
     assert measurements.load() == []
+    measurement_store.write_text("{", encoding="utf-8")
+    assert cli.main(["measurements"]) == 0
+    assert "It cannot be read (not JSON" in capsys.readouterr().out

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["SCHEMA_VERSION", "Measurement", "append", "clear", "load", "store_path"]
+__all__ = ["SCHEMA_VERSION", "Measurement", "append", "clear", "load", "problem", "store_path"]
 
 #: Version of the file layout; records of another version are never mixed with these.
 SCHEMA_VERSION = 1
@@ -145,6 +145,15 @@ def load(path: str | os.PathLike | None = None) -> list[Measurement]:
         return _read(store_path(path))
     except (_Unreadable, OSError):
         return []
+
+
+def problem(path: str | os.PathLike | None = None) -> str | None:
+    """Why the store file cannot be read (None when it reads, or does not exist)."""
+    try:
+        _read(store_path(path))
+    except (_Unreadable, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def _aside_name(path: Path, why: str) -> Path:
