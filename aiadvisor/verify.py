@@ -6,6 +6,10 @@ The predicted step time is the cost model on the attached device as benchmarked 
 memory allocated). The measured figures are real steps on the model's own device
 (:func:`aiadvisor.profile` with ``measure=True``: the median of 5 steps after a warm-up, and the
 peak PyTorch's allocator reached), on copies, so the user's model is left as it was.
+
+Each measurement is appended to the local measurement store (``record=False`` skips it; see
+:mod:`aiadvisor.costmodel.measurements`), and later ``hardware="local"`` predictions for the
+same device take a correction from it (:mod:`aiadvisor.costmodel.correction`).
 """
 
 from __future__ import annotations
