@@ -6,6 +6,7 @@
 ``aiadvisor hardware``                   the hardware catalog and the attached device
 ``aiadvisor calibrate``                  benchmark the attached device op by op (cached)
 ``aiadvisor models``                     the built-in example models
+``aiadvisor measurements [--clear]``     the local measurement store (aa.verify's records)
 """
 
 from __future__ import annotations
@@ -74,7 +75,39 @@ def _build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--output", metavar="PATH", help="also write the figures as JSON")
     calibrate.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("models", help="list the built-in example models")
+    store = sub.add_parser(
+        "measurements", help="list the local measurement store (what aa.verify measured) and "
+        "the correction it gives each device's predictions")
+    store.add_argument("--clear", action="store_true", help="empty the store")
     return parser
+
+
+def _run_measurements(args: argparse.Namespace) -> int:
+    from .costmodel import measurements
+    from .costmodel.correction import correction_for
+
+    path = measurements.store_path()
+    if args.clear:
+        print(f"Cleared {measurements.clear()} measurements from {path}.")
+        return 0
+    records, why = measurements.load(), measurements.problem()
+    print(f"Measurement store: {path} ({len(records)} records)")
+    if why:
+        print(f"It cannot be read ({why}): predictions are not corrected from it (the next "
+              "aa.verify keeps a corrupt or older file aside; a newer one is left alone).")
+    for r in records:
+        print(f"{r.timestamp}  {r.device:<28.28} {r.model:<16.16} {r.mode:<5} {r.precision:<4} "
+              f"batch {r.batch_size:<4} predicted {r.predicted_step_s * 1e3:9.3f} ms  measured "
+              f"{r.measured_step_s * 1e3:9.3f} ms  x{r.ratio:.2f}  ({r.source})")
+    for key in dict.fromkeys(r.device_key for r in records):
+        kind, name = key.split("/", 1)
+        fix = correction_for(kind, name, path=path)
+        if fix is None:
+            print(f"{name}: no correction (records of another aiadvisor version, or "
+                  "AIADVISOR_MEASURED_CORRECTION=0)")
+        else:
+            print(f"{name}: hardware='local' predictions {fix.note()}")
+    return 0
 
 
 def _run_report(args: argparse.Namespace, *, profile_only: bool) -> int:
@@ -126,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .hardware import cli as hardware_cli
 
             return hardware_cli.run_calibrate(args)
+        if args.command == "measurements":
+            return _run_measurements(args)
         if args.command == "models":
             from . import examples
 

@@ -249,6 +249,16 @@ class Prediction:
     attention_backend: str = "none"
     """The ``scaled_dot_product_attention`` backend assumed: ``flash``, ``mem-efficient``,
     ``as traced`` (the trace's own kernels) or ``none`` (the model makes no SDPA call)."""
+    correction: float | None = None
+    """The factor measurements of this device in the local store multiplied every time by
+    (:mod:`aiadvisor.costmodel.correction`), or None when none was applied."""
+    correction_records: int = 0
+    """How many measurements that factor comes from."""
+
+    @property
+    def uncorrected_step_time_s(self) -> float:
+        """The cost model's step time before the measured correction."""
+        return self.step_time_s / (self.correction or 1.0)
 
 
 @dataclass(frozen=True, kw_only=True)

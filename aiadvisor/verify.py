@@ -6,6 +6,10 @@ The predicted step time is the cost model on the attached device as benchmarked 
 memory allocated). The measured figures are real steps on the model's own device
 (:func:`aiadvisor.profile` with ``measure=True``: the median of 5 steps after a warm-up, and the
 peak PyTorch's allocator reached), on copies, so the user's model is left as it was.
+
+Each measurement is appended to the local measurement store (``record=False`` skips it; see
+:mod:`aiadvisor.costmodel.measurements`), and later ``hardware="local"`` predictions for the
+same device take a correction from it (:mod:`aiadvisor.costmodel.correction`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ class Verification:
     hardware: HardwareSpec
     """The attached device, as benchmarked."""
     prediction: Prediction
-    """The cost model's prediction on ``hardware`` for ``profile``."""
+    """The cost model's prediction on ``hardware`` for ``profile`` (with the correction of
+    earlier measurements of this device, if any: ``prediction.correction``)."""
+    recorded_to: str | None = None
+    """The measurement store this measurement was appended to (None: not recorded)."""
 
     @property
     def measured_step_time_s(self) -> float:
@@ -93,6 +100,14 @@ class Verification:
             f"(hardware='local', {pred.confidence} confidence); peak memory traced on fake "
             "tensors. Measured: median of 5 real steps after a warm-up, peak from PyTorch's "
             "allocator.")
+        if pred.correction is not None:
+            plural = "measurement" if pred.correction_records == 1 else "measurements"
+            out.append(f"The predicted step time is corrected by {pred.correction_records} "
+                       f"earlier {plural} on this device (x{pred.correction:.2f}; "
+                       f"{fmt_seconds(pred.uncorrected_step_time_s)} before).")
+        if self.recorded_to:
+            out.append(f"This measurement was added to the local measurement store "
+                       f"({self.recorded_to}).")
         return out
 
     def __str__(self) -> str:
@@ -133,9 +148,32 @@ def _device_type(model: Any) -> str:
     return kind
 
 
+def _record(prof: ModelProfile, spec: HardwareSpec, prediction: Prediction, *,
+            measured_step_s: float, num_steps: int, source: str) -> str | None:
+    """Append one measurement to the local store (:mod:`aiadvisor.costmodel.measurements`);
+    returns the file written, or None (not a benchmarked device, or not writable)."""
+    import torch
+
+    from . import __version__
+    from .costmodel import measurements
+
+    if not spec.measured or not measured_step_s > 0:
+        return None  # a correction applies to benchmarked devices only (see predict)
+    record = measurements.Measurement(
+        device=spec.name, device_key=measurements.device_key(spec.kind, spec.name),
+        model=prof.model_type, flops=float(prof.flops_forward + prof.flops_backward),
+        batch_size=int(prof.batch_size), seq_len=prof.seq_len, mode=prof.mode,
+        precision=prediction.precision, predicted_step_s=prediction.uncorrected_step_time_s,
+        measured_step_s=float(measured_step_s), num_steps=num_steps,
+        aiadvisor_version=__version__, torch_version=torch.__version__,
+        timestamp=measurements.now_utc(), source=source)
+    path = measurements.append(record)
+    return None if path is None else str(path)
+
+
 def verify(model: Any, example_inputs: Any, *, mode: str = "train", precision: str | None = None,
            optimizer: str = "adamw", model_name: str = "model",
-           hardware: str | HardwareSpec = "local") -> Verification:
+           hardware: str | HardwareSpec = "local", record: bool = True) -> Verification:
     """Measure one step of ``model`` on its device and compare with the cost model.
 
     Parameters
@@ -155,11 +193,17 @@ def verify(model: Any, example_inputs: Any, *, mode: str = "train", precision: s
     hardware : str or HardwareSpec
         The device the prediction is for: ``"local"`` (the attached device, benchmarked once
         and cached) or an already benchmarked spec.
+    record : bool
+        Append the measurement to the local measurement store (the user cache directory; see
+        :mod:`aiadvisor.costmodel.measurements`), from which later ``hardware="local"``
+        predictions take a per-device correction. The prediction shown is the one made before
+        this measurement was added.
 
     Returns
     -------
     Verification
-        Predicted and measured step time and peak memory, with their ratios.
+        Predicted and measured step time and peak memory, with their ratios; ``recorded_to``
+        names the store file (None when not recorded).
 
     Raises
     ------
@@ -197,7 +241,9 @@ def verify(model: Any, example_inputs: Any, *, mode: str = "train", precision: s
         raise InvalidArgumentError(
             f"The step of {model_name!r} could not be measured: {'; '.join(prof.notes)}.")
     prediction = predict(prof, hardware=spec, precision=precision)
-    return Verification(profile=prof, hardware=spec, prediction=prediction)
+    path = (_record(prof, spec, prediction, measured_step_s=prof.measured_step_time_s,
+                    num_steps=5, source="verify") if record else None)
+    return Verification(profile=prof, hardware=spec, prediction=prediction, recorded_to=path)
 
 
 # -- the plan, step by step ---------------------------------------------------------------------
@@ -232,6 +278,8 @@ class PlanVerification:
     baseline_seconds_per_sample: float
     steps: tuple[StepMeasurement, ...]
     repeats: int
+    recorded_to: str | None = None
+    """The measurement store the step as you run it was appended to (None: not recorded)."""
 
     @property
     def measured(self) -> tuple[StepMeasurement, ...]:
@@ -449,8 +497,29 @@ def _apply(run: _Run, rec: Any, names: Any, batch_size: int) -> _Run:
     return new
 
 
+def _record_baseline(report: Any, spec: HardwareSpec | None, seconds_per_sample: float, *,
+                     repeats: int, custom_loss: bool) -> str | None:
+    """Record the plan's step as you run it when it is the step the report predicted: a
+    benchmarked device, one device, fp32 (the measurement runs no autocast) and, in training,
+    AdamW with the default loss (what the measurement runs)."""
+    from .costmodel import predict
+
+    prof = getattr(report, "profile", None)
+    options = getattr(report, "options", {})
+    if spec is None or not spec.measured or not isinstance(prof, ModelProfile):
+        return None
+    same_step = (options.get("precision") == "fp32" and options.get("num_devices", 1) in (1, None)
+                 and (prof.mode == "infer" or (prof.optimizer == "adamw" and not custom_loss)))
+    if not same_step:
+        return None
+    prediction = predict(prof, hardware=spec, precision="fp32", correction=False)
+    return _record(prof, spec, prediction, measured_step_s=seconds_per_sample * prof.batch_size,
+                   num_steps=repeats, source="verify_plan")
+
+
 def verify_plan(model: Any, example_inputs: Any, report: Any, *, loss_fn: Any = None,
-                warmup: int = 3, repeats: int = 7, steps: int | None = None) -> PlanVerification:
+                warmup: int = 3, repeats: int = 7, steps: int | None = None,
+                record: bool = True) -> PlanVerification:
     """Apply ``report``'s plan to copies of ``model`` one step at a time and time each step.
 
     Each step's generated code runs on a copy of the model as the steps before left it; the
@@ -474,6 +543,10 @@ def verify_plan(model: Any, example_inputs: Any, report: Any, *, loss_fn: Any = 
         Untimed and timed steps per measurement.
     steps : int, optional
         Measure only the first ``steps`` steps.
+    record : bool
+        Append the step as you run it to the local measurement store (as :func:`verify`
+        does) when it is the step the report predicted: a benchmarked device, fp32, one
+        device and, in training, AdamW with the default loss.
     """
     import copy
 
@@ -520,8 +593,10 @@ def verify_plan(model: Any, example_inputs: Any, report: Any, *, loss_fn: Any = 
             out.append(StepMeasurement(status="measured", measured_speedup=before / after,
                                        seconds_per_sample=after, **common))
             run = candidate
+        path = (_record_baseline(report, spec, base, repeats=repeats,
+                                 custom_loss=loss_fn is not None) if record else None)
         return PlanVerification(baseline_seconds_per_sample=base, steps=tuple(out),
-                                repeats=repeats)
+                                repeats=repeats, recorded_to=path)
     finally:
         torch.set_rng_state(rng)
         torch.backends.cuda.matmul.allow_tf32 = tf32

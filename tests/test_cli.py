@@ -80,3 +80,30 @@ def test_report_can_rank_hardware_by_owning_it(capsys):
     # RTX 4090 owned over 4 years at 50 % use: 1599 / 17520 + 0.45 * 0.15 = 0.15877 $/h.
     assert rows["NVIDIA GeForce RTX 4090"]["usd_per_hour"] == pytest.approx(0.15877, abs=1e-5)
     assert rows["NVIDIA GeForce RTX 4090"]["price_basis"].startswith("own: 1,599 USD over 4 y")
+
+
+def test_measurements_lists_the_store_and_the_correction_then_clears_it(capsys,
+                                                                        measurement_store):
+    from aiadvisor import __version__
+    from aiadvisor.costmodel import measurements
+
+    assert cli.main(["measurements"]) == 0
+    assert f"{measurement_store} (0 records)" in capsys.readouterr().out
+    for measured in (0.012, 0.012):  # predicted 10 ms, measured 12 ms: ratio 1.2
+        measurements.append(measurements.Measurement(
+            device="Test CPU", device_key="cpu/Test CPU", model="Linear", flops=1e9,
+            batch_size=8, mode="train", precision="fp32", predicted_step_s=0.010,
+            measured_step_s=measured, num_steps=5, aiadvisor_version=__version__,
+            torch_version="2.x", timestamp="2026-12-03T17:00:00+00:00"))
+    assert cli.main(["measurements"]) == 0
+    out = capsys.readouterr().out
+    assert "(2 records)" in out and "predicted    10.000 ms  measured    12.000 ms  x1.20" in out
+    # 2 records at 1.2 with 2 prior pseudo-records: 1.2^(2/4) = 1.0954.
+    assert "Test CPU: hardware='local' predictions corrected by 2 measurements on this " \
+           "device (x1.10;" in out
+    assert cli.main(["measurements", "--clear"]) == 0
+    assert f"Cleared 2 measurements from {measurement_store}." in capsys.readouterr().out
+    assert measurements.load() == []
+    measurement_store.write_text("{", encoding="utf-8")
+    assert cli.main(["measurements"]) == 0
+    assert "It cannot be read (not JSON" in capsys.readouterr().out

@@ -417,8 +417,10 @@ def test_verify_measures_the_last_model_and_predicts_with_the_cost_model(ip):
     # 64 x 128 + 128 + 128 x 10 + 10 = 9,610 fp32 parameters; after an AdamW step the weights,
     # gradients and both moments are live: 16 bytes each, 153,760 bytes at least.
     assert v.measured_peak_bytes >= 16 * 9610
-    # The prediction is the cost model's for this profile on the benchmarked attached device.
-    expected = aa.predict(v.profile, hardware="local", precision="fp32")
+    # The prediction is the cost model's for this profile on the benchmarked attached device
+    # (made before this measurement joined the store, which was empty: no correction).
+    expected = aa.predict(v.profile, hardware="local", precision="fp32", correction=False)
+    assert v.prediction.correction is None and v.recorded_to
     assert v.prediction.step_time_s == expected.step_time_s > 0
     assert v.hardware.measured and v.prediction.hardware == v.hardware.name
     assert v.predicted_peak_bytes == v.profile.memory.peak_bytes > 16 * 9610

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -226,7 +227,7 @@ def _conversion_note(prof: ModelProfile, precision: str) -> str | None:
 def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str = "bf16",
             num_devices: int = 1, parallel: ParallelConfig | None = None,
             model: EfficiencyModel | None = None, fabric: str | dict | Network | None = None,
-            node_size: int | None = None) -> Prediction:
+            node_size: int | None = None, correction: bool = True) -> Prediction:
     """Predict the time of one step of ``prof`` on ``num_devices`` of ``hardware``.
 
     Parameters
@@ -253,12 +254,19 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         NVLink-class domain, then across nodes over the NICs.
     node_size : int, optional
         Devices per node; ``num_devices`` must then fill whole nodes.
+    correction : bool
+        On a benchmarked device (``hardware="local"``), multiply by the correction that
+        ``aa.verify``'s measurements of this device support (:mod:`aiadvisor.costmodel.
+        correction`; the notes say by how much and from how many). No records, no correction;
+        ``False`` or ``$AIADVISOR_MEASURED_CORRECTION=0`` turns it off. Generation
+        predictions (prefill + decode) are not corrected.
 
     Returns
     -------
     Prediction
         Step time with a P10-P90 interval, throughput, the dominant bound, a confidence label,
-        the breakdown, the MFU and the network assumed (``network``, also in the notes).
+        the breakdown, the MFU and the network assumed (``network``, also in the notes);
+        ``correction`` is the measured factor applied (None: none).
 
     Raises
     ------
@@ -288,7 +296,26 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
         notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "
                      f"this device ({fraction:.0%} of its BF16 peak; MAMF table).")
-    return _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
+    pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
+    return _corrected(pred, spec) if correction and spec.measured else pred
+
+
+def _corrected(pred: Prediction, spec: HardwareSpec) -> Prediction:
+    """``pred`` times the measured correction of ``spec``'s device, if the store has one."""
+    from .correction import correction_for
+
+    fix = correction_for(spec.kind, spec.name)
+    if fix is None:
+        return pred
+    step_s, low_s, high_s = fix.apply(pred.step_time_s, pred.low_s, pred.high_s)
+    f = fix.factor
+    return dataclasses.replace(
+        pred, step_time_s=step_s, low_s=low_s, high_s=high_s, throughput=pred.throughput / f,
+        compute_s=pred.compute_s * f, memory_s=pred.memory_s * f,
+        communication_s=pred.communication_s * f, overhead_s=pred.overhead_s * f,
+        mfu=None if pred.mfu is None else pred.mfu / f, correction=f,
+        correction_records=fix.num_records,
+        notes=(f"Step time {fix.note()}", *pred.notes))
 
 
 def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence, notes,

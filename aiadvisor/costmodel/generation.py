@@ -186,8 +186,10 @@ def _parallel(tp: int) -> ParallelConfig | None:
 
 def _predict(prof: ModelProfile, spec: HardwareSpec, precision: str, tp: int,
              model: EfficiencyModel) -> _Step:
+    # No measured correction: aa.verify records whole training/inference steps, and decode
+    # steps (priced without predict) would not get it, so prefill alone would be rescaled.
     return _Step.of(predict(prof, hardware=spec, precision=precision, num_devices=tp,
-                            parallel=_parallel(tp), model=model))
+                            parallel=_parallel(tp), model=model, correction=False))
 
 
 def check_request(gp: GenerationProfile, *, prompt_len, output_len, batch_size) -> tuple:

@@ -101,6 +101,16 @@ def html_table(df: pd.DataFrame, columns: list[tuple[str, str]], limit: int | No
     return f'<table class="aa-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
+def correction_line(pred: Any) -> str | None:
+    """One sentence on the measured correction of ``pred`` (None when it has none)."""
+    if pred is None or getattr(pred, "correction", None) is None:
+        return None
+    n = pred.correction_records
+    return (f"Corrected by {n} {'measurement' if n == 1 else 'measurements'} on this device "
+            f"(x{pred.correction:.2f}; {fmt_seconds(pred.uncorrected_step_time_s)} before), "
+            "from the local measurement store that aa.verify fills.")
+
+
 def summary_lines(report: Any) -> list[str]:
     """The few sentences at the top of every rendering."""
     p, o, pred = report.profile, report.options, report.prediction
@@ -117,6 +127,9 @@ def summary_lines(report: Any) -> list[str]:
             f"{fmt_seconds(pred.low_s)}-{fmt_seconds(pred.high_s)}), "
             f"{pred.throughput:.3g} samples/s, {pred.bound}-bound, {pred.confidence} "
             "confidence (an estimate from the cost model).")
+        corrected = correction_line(pred)
+        if corrected:
+            lines.append(corrected)
     else:
         lines.append(f"No prediction on {target}.")
     if len(report.parallel):

@@ -261,6 +261,11 @@ def headline_html(report: Any) -> str:
             f"in {esc(pred.precision)} (likely {fmt_seconds(pred.low_s)} to "
             f"{fmt_seconds(pred.high_s)}), {_rate(pred.throughput)} samples/s, "
             f"{esc(pred.bound)}-bound, {esc(pred.confidence)} confidence {ESTIMATED}")
+    from ..recommend.render import correction_line
+
+    corrected = correction_line(pred)
+    if corrected:
+        line += f'<div class="aa-meta">{esc(corrected)}</div>'
     notes = "".join(note(n, kind="warn") for n in getattr(report, "notes", ()) or ())
     return (f'<div class="aiadvisor-header">{title}'
             f'<div class="aiadvisor-headline">{line}</div>{notes}</div>')

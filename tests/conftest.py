@@ -1,0 +1,16 @@
+"""Fixtures for every test."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def measurement_store(tmp_path_factory, monkeypatch):
+    """A fresh, empty measurement store per test (``aa.verify`` appends to it and
+    ``hardware="local"`` predictions read it), never the user's ~/.cache; notebook kernels
+    started by a test inherit it."""
+    path = tmp_path_factory.mktemp("measurements") / "measurements.json"
+    monkeypatch.setenv("AIADVISOR_MEASUREMENTS", str(path))
+    monkeypatch.delenv("AIADVISOR_MEASURED_CORRECTION", raising=False)
+    return path
