@@ -204,7 +204,7 @@ class Advisor(Magics):
         self.last_call: tuple[str, str, dict[str, Any]] | None = None
         """(model name, inputs name, options) of the last ``%advise``: what ``--verify`` re-runs."""
         self.last_verification: Any = None
-        """The last ``--verify`` result (:class:`aiadvisor.verify.Verification`)."""
+        """The last ``--verify`` result (:class:`aiadvisor.verification.Verification`)."""
 
     def update_config(self, config: Any) -> None:
         """``%config Advisor.<name> = value``: an unknown name is an error, not a warning."""
@@ -335,7 +335,7 @@ class Advisor(Magics):
             raise UsageError(_choice_message("--precision", precision, PRECISIONS))
         from IPython.display import display
 
-        from .verify import verify
+        from .verification import verify
 
         result = verify(model, inputs, mode=mode, precision=precision, model_name=model_name)
         self.last_verification = result
@@ -349,7 +349,7 @@ class Advisor(Magics):
         model_name, inputs_name, _ = self.last_call
         from IPython.display import display
 
-        from .verify import verify_plan
+        from .verification import verify_plan
 
         result = verify_plan(self._lookup(model_name, "MODEL"),
                              self._lookup(inputs_name, "INPUTS"), report)

@@ -20,7 +20,7 @@ NEEDS = {"viz": ("altair",), "widgets": ("ipywidgets", "anywidget", "altair"),
          "magics": ("IPython",)}
 #: Modules whose every example stays skipped, and why (the rest must run at least one).
 ALL_SKIPPED = {
-    "aiadvisor.verify": "times real steps and benchmarks the attached device (15-20 s)",
+    "aiadvisor.verification": "times real steps and benchmarks the attached device (15-20 s)",
 }
 
 

@@ -44,7 +44,7 @@ def test_all_lists_every_lazy_name_in_order():
 
 # DESIGN.md's layer diagram, top to bottom: a module may import its own layer and those below it.
 # Modules the diagram leaves out: ``examples`` (built-in torch models for the CLI and notebooks)
-# sits with the profiler, the layer it feeds; ``verify`` (``aa.verify``, the Python API of
+# sits with the profiler, the layer it feeds; ``verification`` (``aa.verify``, the Python API of
 # closing the loop) and ``serving`` (``aa.predict_generation``, ``aa.plan_serving``) with ``api``;
 # ``cli`` (the terminal front end) with
 # ``magics`` (the notebook one); the package ``__init__`` re-exports everything, above all.
@@ -52,7 +52,7 @@ LAYERS = (
     ("errors", "units", "schema"),
     ("profiler", "hardware", "estimate", "costmodel", "examples"),
     ("recommend", "codegen"),
-    ("viz", "api", "verify", "serving"),
+    ("viz", "api", "verification", "serving"),
     ("widgets",),
     ("magics", "cli"),
     ("__init__",),
@@ -167,7 +167,7 @@ def test_predicting_and_advising_import_no_training_code():
         "aa.costmodel.predict_table(prof, specs=[aa.hardware.get('A100')]); "
         "aa.plan_parallel(prof, hardware='H100', num_devices=8, precision='bf16'); "
         "report = aa.advise(net, x, hardware='H100'); report.to_markdown(); "
-        "import aiadvisor.cli, aiadvisor.verify; "
+        "import aiadvisor.cli, aiadvisor.verification; "
         "ui = importlib.util.find_spec('IPython') and importlib.util.find_spec('ipywidgets'); "
         "ui and __import__('aiadvisor.magics'); ui and __import__('aiadvisor.widgets')"
     )
@@ -176,3 +176,16 @@ def test_predicting_and_advising_import_no_training_code():
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "sklearn" not in {name.split(".")[0] for name in loaded}
     assert "aiadvisor.costmodel.training" not in loaded
+
+
+def test_public_functions_stay_callable_after_their_modules_are_imported():
+    # A submodule named like a public function (aiadvisor.verify once) replaces the function on
+    # the package as soon as anything imports it (%advise --verify did): aa.verify(...) then
+    # raised "'module' object is not callable" in the user's notebook.
+    code = ("import importlib, pkgutil, aiadvisor as aa; "
+            "[importlib.import_module(f'aiadvisor.{m.name}') for m in "
+            "pkgutil.iter_modules(aa.__path__) if m.name not in ('magics', 'widgets')]; "
+            "bad = [n for n in aa._LAZY if type(getattr(aa, n)).__name__ == 'module']; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -501,7 +501,7 @@ def test_fabric_and_node_size_reach_advise(ip):
 def test_verify_plan_measures_the_last_reports_steps(ip):
     from IPython.utils.capture import capture_output
 
-    from aiadvisor.verify import PlanVerification
+    from aiadvisor.verification import PlanVerification
 
     torch.manual_seed(0)
     ip.user_ns.update(net=torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
