@@ -88,6 +88,18 @@ def summary_row(*, regime: str, metric: str, value: float, unit: str, n: int, an
             "baseline_value": _number("baseline_value", baseline_value, optional=True)}
 
 
+def _cpu_name() -> str:
+    """The CPU's model name where the OS gives one (``platform.processor()`` says only
+    ``x86_64`` on Linux), else ``platform.processor()``."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> dict:
     """What the figures were measured on: processor, OS, Python and torch versions."""
     try:
@@ -96,7 +108,7 @@ def machine() -> dict:
         torch_version, threads = torch.__version__, torch.get_num_threads()
     except ImportError:  # a bench that never imports torch
         torch_version, threads = None, None
-    return {"processor": platform.processor() or platform.machine(),
+    return {"processor": _cpu_name(),
             "platform": platform.platform(terse=True), "python": platform.python_version(),
             "torch": torch_version, "torch_threads": threads}
 
