@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import platform
 import sys
 from pathlib import Path
@@ -101,14 +102,17 @@ def _cpu_name() -> str:
 
 
 def machine() -> dict:
-    """What the figures were measured on: processor, OS, Python and torch versions."""
+    """What the figures were measured on: processor, CPU count and load, OS, Python and torch
+    versions."""
     try:
         import torch
 
         torch_version, threads = torch.__version__, torch.get_num_threads()
     except ImportError:  # a bench that never imports torch
         torch_version, threads = None, None
-    return {"processor": _cpu_name(),
+    # Timed benches move with the machine's load: the 1-minute load average is kept with them.
+    load = round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None
+    return {"processor": _cpu_name(), "num_cpus": os.cpu_count(), "load_avg_1min": load,
             "platform": platform.platform(terse=True), "python": platform.python_version(),
             "torch": torch_version, "torch_threads": threads}
 

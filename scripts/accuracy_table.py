@@ -53,7 +53,10 @@ def render_row(row: dict, summary: dict) -> str:
     if row["anchor_value"] is not None:
         anchor += f" ({format_value(row['anchor_value'], row['anchor_unit'])})"
     machine = summary["machine"]
-    where = f"{summary['date']}, {machine['processor']}, torch {machine['torch']}"
+    where = f"{summary['date']}, {machine['processor']}"
+    if machine.get("load_avg_1min") is not None:  # files written before it was recorded lack it
+        where += f" ({machine.get('num_cpus')} CPUs, load {machine['load_avg_1min']})"
+    where += f", torch {machine['torch']}"
     cells = (row["regime"], row["metric"], format_value(row["value"], row["unit"]), baseline,
              anchor, str(row["n"]), f"`{summary['command']}` ({where})")
     return "| " + " | ".join(_cell(c) for c in cells) + " |"

@@ -76,6 +76,13 @@ def test_render_table_on_a_hand_made_summary():
     assert len(lines) == 4
 
 
+def test_render_row_names_the_load_of_a_timed_run():
+    summary = _toy_summary()
+    summary["machine"].update(num_cpus=2, load_avg_1min=7.5)
+    assert table.render_row(summary["rows"][1], summary).endswith(
+        "| `python bench/toy.py` (2026-01-02, x86_64 (2 CPUs, load 7.5), torch 2.0) |")
+
+
 def test_check_fails_when_a_figure_is_typed_by_hand(tmp_path):
     results.write_summary("toy", _toy_summary()["rows"], command="python bench/toy.py",
                           directory=tmp_path / "results", date=datetime.date(2026, 1, 2))
