@@ -35,10 +35,10 @@ def _block(text: str) -> str:
 
 def test_readme_block_equals_the_committed_results():
     summaries = results.load_summaries(RESULTS)
-    # Each bench hooked so far has a committed run (costmodel_e2e_logo: not yet, see
-    # bench/results); the lead adds the others.
-    assert {s["name"] for s in summaries} >= {"costmodel_mfu_band", "plan_cpu_infer",
-                                              "serving_cpu_generate"}
+    # The hooked benches with a committed run; costmodel_e2e_logo (profiles 20 LLM steps, too
+    # long on the shared 2-core machine) is added when its run lands.
+    assert {s["name"] for s in summaries} >= {"costmodel_mfu_band", "costmodel_ops_logo",
+                                              "plan_cpu_infer", "serving_cpu_generate"}
     assert _block(README.read_text()) == table.render_table(summaries)
     assert table.main(["--check"]) == 0
 
