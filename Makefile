@@ -22,3 +22,4 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	$(BIN)/python scripts/accuracy_table.py

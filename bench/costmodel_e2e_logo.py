@@ -190,6 +190,22 @@ def summarize(label: str, preds: dict[str, list[float]], meas: list[float]) -> s
     return f"{label:28s} {len(meas):3d}   " + "   ".join(cells)
 
 
+def summary_rows(label: str, preds: dict[str, list[float]], meas: list[float]) -> list[dict]:
+    """Median and P90 APE of the learned model next to the roofline scaled by each op class's
+    median slow-down (the stronger of the two baselines), for the README."""
+    from _results import summary_row
+
+    rows = []
+    for metric, stat in (("median APE", np.median), ("P90 APE", lambda a: np.percentile(a, 90))):
+        ape = {m: np.abs(np.asarray(preds[m]) / np.asarray(meas) - 1) for m in preds}
+        rows.append(summary_row(
+            regime=f"end-to-end FP32 step on a held-out GPU, {label}", metric=metric,
+            value=float(stat(ape["learned"])), unit="%", n=len(meas),
+            anchor="NeuSight's measured step times (5 Hugging Face models, train and inference)",
+            baseline="roofline x class median", baseline_value=float(stat(ape["roof x c"]))))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
@@ -243,6 +259,15 @@ def main(argv: list[str] | None = None) -> int:
             nvidia_meas += meas
     print(summarize("ALL NVIDIA rows", nvidia_preds, nvidia_meas))
     print(summarize("ALL rows (incl. AMD)", all_preds, all_meas))
+    from _results import write_summary
+
+    num_nvidia = sum(g.startswith(("NVIDIA", "Tesla")) for g in e2e.gpu.unique())
+
+    write_summary("costmodel_e2e_logo",
+                  summary_rows(f"{num_nvidia} NVIDIA GPUs", nvidia_preds, nvidia_meas)
+                  + summary_rows(f"{e2e.gpu.nunique()} NVIDIA and AMD GPUs", all_preds,
+                                 all_meas),
+                  command="python bench/costmodel_e2e_logo.py OPDATA_DIR")
     print("\nper row (learned): gpu, model, mode, batch, parallel, measured ms, predicted ms")
     for d in details:
         gpu, model, mode, batch, par, meas_ms, pred_ms = d

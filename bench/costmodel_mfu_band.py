@@ -51,6 +51,7 @@ def main() -> int:
     print(f"{'model':20s} {'GPU':22s} {'step s':>8s} {'MFU':>6s} {'in band':>8s} "
           f"{'flagged':>8s} {'bound':>13s} {'confidence':>10s}")
     inside = total = consistent = 0
+    mfus = []
     for name, model, ids in models():
         prof = aa.profile(model, ids, mode="train", precision="bf16", optimizer="adamw",
                           scaling=False)
@@ -60,6 +61,7 @@ def main() -> int:
             in_band = lo <= pred.mfu <= hi
             flagged = any("MFU" in n and "outside" in n for n in pred.notes)
             inside += in_band
+            mfus.append(pred.mfu)
             total += 1
             consistent += flagged != in_band
             print(f"{name:20s} {gpu:22s} {pred.step_time_s:8.3f} {pred.mfu:6.1%} "
@@ -67,7 +69,25 @@ def main() -> int:
                   f"{pred.bound:>13s} {pred.confidence:>10s}")
     print(f"{inside}/{total} predictions inside the {lo:.0%}-{hi:.0%} band; the notes flag "
           f"{'every' if consistent == total else 'NOT every'} row outside it.")
+    write_band_summary(mfus, inside=inside, band=(lo, hi))
     return 0
+
+
+def write_band_summary(mfus: list[float], *, inside: int, band: tuple[float, float]) -> None:
+    """The median predicted MFU and the share inside the sanity band, for the README."""
+    import statistics
+
+    from _results import summary_row, write_summary
+
+    lo, hi = band
+    regime = f"BF16 training, 3 dense LLMs x {len(GPUS)} datacenter GPUs, 8-way FSDP"
+    anchor = "published MFU of large dense BF16 training, 36-54 % (Megatron-LM, PaLM, Llama 3)"
+    write_summary("costmodel_mfu_band", [
+        summary_row(regime=regime, metric="median predicted MFU",
+                    value=statistics.median(mfus), unit="%", n=len(mfus), anchor=anchor),
+        summary_row(regime=regime, metric=f"share of predictions inside {lo:.0%}-{hi:.0%} MFU",
+                    value=inside / len(mfus), unit="%", n=len(mfus), anchor=anchor),
+    ], command="python bench/costmodel_mfu_band.py")
 
 
 if __name__ == "__main__":

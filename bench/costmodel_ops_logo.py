@@ -84,6 +84,25 @@ def print_results(results: list[dict]) -> None:
               + ", ".join(f"{m} {v:.1%}" for m, v in med.items()))
 
 
+def summary_rows(results: list[dict]) -> list[dict]:
+    """Per table family, the median over held-out GPUs of the mean APE (as printed), learned
+    next to the roofline scaled by the training GPUs' median slow-down, for the README."""
+    from _results import summary_row
+
+    rows = []
+    for key in dict.fromkeys(r["table"].split("@")[0] for r in results):
+        sub = [r for r in results if r["table"].split("@")[0] == key]
+        rows.append(summary_row(
+            regime=f"single op, {key}, on a held-out GPU ({len(sub)} GPUs)",
+            metric="median over GPUs of the mean APE",
+            value=float(np.median([r["learned"]["mean"] for r in sub])), unit="%",
+            n=sum(r["learned"]["n"] for r in sub),
+            anchor="measured kernel times (NeuSight, Vidur)",
+            baseline="roofline x class median",
+            baseline_value=float(np.median([r["roof x c"]["mean"] for r in sub]))))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("opdata", nargs="?",
@@ -96,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     results = [r for key in args.tables.split(",")
                for r in logo_table(rows, key, power_split=not args.no_power_split)]
     print_results(results)
+    from _results import write_summary
+
+    options = "" if args.tables == DEFAULT_TABLES else f" --tables {args.tables}"
+    options += " --no-power-split" if args.no_power_split else ""
+    write_summary("costmodel_ops_logo" + ("_ablation" if options else ""),
+                  summary_rows(results),
+                  command=f"python bench/costmodel_ops_logo.py OPDATA_DIR{options}")
     return 0
 
 

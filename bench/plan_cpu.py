@@ -16,12 +16,17 @@ is shared: timings move with its load; the turns keep the ratios steadier than t
 from __future__ import annotations
 
 import argparse
+import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import torch
 
 import aiadvisor as aa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_results.py
 
 
 def conv_net(batch: int):
@@ -82,6 +87,29 @@ def main() -> None:
     close = sum(abs(e) <= 0.25 for *_, e in summary)
     print(f"\nmeasured >= 1.3x: {hits} of {len(summary)} (goal 2); predicted within 25 % of "
           f"measured: {close} of {len(summary)} (goal {len(summary)})")
+    write_plan_summary(summary, args=args)
+
+
+def write_plan_summary(summary: list[tuple], *, args) -> None:
+    """Signed and absolute error of the predicted cumulative speedup, for the README."""
+    from _results import summary_row, write_summary
+
+    measured = [m for _, m, _, _ in summary]
+    errors = [e for *_, e in summary]
+    regime = f"stacked plan on this CPU ({args.mode}: conv net, transformer, MLP)"
+    anchor = "speedup measured by aa.verify_plan (in turns); value: median of the workloads"
+    n = len(summary)
+    rows = [
+        summary_row(regime=regime, metric="signed mean error of the predicted speedup",
+                    value=statistics.mean(errors), unit="+%", n=n, anchor=anchor,
+                    anchor_value=statistics.median(measured), anchor_unit="x"),
+        summary_row(regime=regime, metric="max abs error of the predicted speedup",
+                    value=max(abs(e) for e in errors), unit="%", n=n, anchor=anchor,
+                    anchor_value=statistics.median(measured), anchor_unit="x"),
+    ]
+    write_summary(f"plan_cpu_{args.mode}", rows,
+                  command=f"PYTHONPATH=. python bench/plan_cpu.py --mode {args.mode} "
+                          f"--repeats {args.repeats}")
 
 
 if __name__ == "__main__":

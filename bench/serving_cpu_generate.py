@@ -69,7 +69,7 @@ def main() -> None:
               f"{'APE':>5}")
     print(header)
     print("-" * len(header))
-    apes, inside = [], 0
+    apes, inside, tpot_ratios = [], 0, []
     profiles = {}
     for name, batch, prompt, output in CASES:
         model, _ = examples.build(name, batch_size=1)
@@ -84,6 +84,7 @@ def main() -> None:
         ape = abs(g.tokens_per_s - meas_tps) / meas_tps
         apes.append(ape)
         inside += g.tpot_low_s <= tpot <= g.tpot_high_s
+        tpot_ratios.append(g.tpot_s / tpot)
         print(f"{name:9} {batch:>2} {prompt:>4} {output:>4} | {ttft * 1e3:8.1f}ms "
               f"{g.ttft_s * 1e3:6.1f}ms | {tpot * 1e3:8.2f}ms {g.tpot_s * 1e3:6.2f}ms "
               f"{g.tpot_low_s * 1e3:6.2f}-{g.tpot_high_s * 1e3:6.2f}ms | {meas_tps:10.1f} "
@@ -91,6 +92,27 @@ def main() -> None:
     print(f"\ntokens/s APE: mean {statistics.mean(apes):.0%}, median "
           f"{statistics.median(apes):.0%}, max {max(apes):.0%} (goal: within 25 %); measured TPOT "
           f"inside the P10-P90 interval in {inside}/{len(CASES)} cases.")
+    write_generate_summary(apes, tpot_ratios, inside=inside, repeats=args.repeats)
+
+
+def write_generate_summary(apes: list[float], tpot_ratios: list[float], *, inside: int,
+                           repeats: int) -> None:
+    """Tokens/s APE and the TPOT interval's coverage, for the README."""
+    from _results import summary_row, write_summary
+
+    regime = "LLM generation on this CPU (GPT-2 124M and 5M, FP32, batch 1 and 8)"
+    anchor = "greedy decoding measured on the same CPU (median of runs)"
+    n = len(apes)
+    write_summary("serving_cpu_generate", [
+        summary_row(regime=regime, metric="median tokens/s APE", value=statistics.median(apes),
+                    unit="%", n=n, anchor=anchor),
+        summary_row(regime=regime, metric="max tokens/s APE", value=max(apes), unit="%", n=n,
+                    anchor=anchor),
+        summary_row(regime=regime, metric="signed mean TPOT error (predicted/measured - 1)",
+                    value=statistics.mean(tpot_ratios) - 1, unit="+%", n=n, anchor=anchor),
+        summary_row(regime=regime, metric="measured TPOT inside predicted P10-P90",
+                    value=inside / n, unit="%", n=n, anchor=anchor),
+    ], command=f"python bench/serving_cpu_generate.py --repeats {repeats}")
 
 
 if __name__ == "__main__":
