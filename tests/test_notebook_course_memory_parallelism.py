@@ -76,6 +76,13 @@ def test_70b_needs_two_nodes_without_offload(executed):
 
 def test_the_all_reduce_on_nvlink_and_across_nodes(executed):
     text = output_text(cell_outputs(executed, 'p1 = profiles["1B"]'))
-    # 2 x 7/8 x 4.94e9 B / 275.8 GB/s = 31.4 ms; 2 x 15/16 x 4.94e9 / 9.857 GB/s = 940.3 ms
-    assert re.search(r"^8\s+275\.8\s+31\.4", text, re.M)
-    assert re.search(r"^16\s+9\.9\s+940\.3", text, re.M)
+    # NVLink: 900 / 2 x 0.613 = 275.8 GB/s; 2 x 7/8 x 4.94e9 B / 275.8e9 = 31.4 ms per node.
+    # NDR: 8 x 400 Gb/s x 0.92 / 8 bit / 8 GPUs = 46.0 GB/s per GPU; across 2 nodes each GPU
+    # sends 1/8 of the buffer: 2 x 1/2 x 4.94e9 / 8 / 46e9 = 13.4 ms, under the NVLink 31.4 ms.
+    # 100GbE: 8 x 100 x 0.5 / 8 / 8 = 6.25 GB/s; 2 nodes 98.9 ms, 8 nodes 2 x 7/8 x ... = 173.0.
+    assert re.search(r"^InfiniBand NDR 400G 8\s+1\.0\s+46\.0\s+31\.4\s+0\.0\s+31\.4", text, re.M)
+    assert re.search(r"^\s+16\s+2\.0\s+46\.0\s+31\.4\s+13\.4\s+31\.4", text, re.M)
+    assert re.search(r"^\s+16\s+2\.0\s+6\.2\s+31\.4\s+98\.9\s+99\.0", text, re.M)
+    assert re.search(r"^\s+64\s+8\.0\s+6\.2\s+31\.4\s+173\.0\s+173\.2", text, re.M)
+    # the last 25 MiB bucket of 4.94 GB: 26.2e6 / 4.943e9 = 0.53 %, 0.17 ms of 31.4 ms
+    assert "last bucket 0.53% of the all-reduce" in text
