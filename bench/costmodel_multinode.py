@@ -295,7 +295,33 @@ def main() -> int:
               + ", ".join(cells))
     print("signed error per row (ours): " + ", ".join(f"{e:+.0%}" for e in ours))
     print(EXPLANATION)
+    _write_summary(ours, rule, old, inside)
     return 0
+
+
+def _write_summary(ours, rule, old, inside) -> None:
+    import statistics
+
+    from _results import summary_row, write_summary
+
+    def mape(errors):
+        return sum(abs(e) for e in errors) / len(errors)
+
+    regime = "LLM pre-training on 96-16384 devices (published rows of papers)"
+    n = len(ours)
+    write_summary("costmodel_multinode", [
+        summary_row(regime=regime, metric="MAPE of throughput per device", value=mape(ours),
+                    unit="%", n=n, anchor="6N FLOPs per token at 40 % of dense peak",
+                    anchor_value=mape(rule), anchor_unit="%",
+                    baseline="old model (flat ~10 GB/s between nodes)",
+                    baseline_value=mape(old)),
+        summary_row(regime=regime, metric="median APE of throughput per device",
+                    value=statistics.median(abs(e) for e in ours), unit="%", n=n,
+                    anchor="6N FLOPs per token at 40 % of dense peak",
+                    anchor_value=statistics.median(abs(e) for e in rule), anchor_unit="%"),
+        summary_row(regime=regime, metric="share of published figures inside P10-P90",
+                    value=inside / n, unit="%", n=n, anchor="80 % (the issue's goal)"),
+    ], command="python bench/costmodel_multinode.py")
 
 
 EXPLANATION = """
