@@ -14,11 +14,13 @@ MLP of tests/profiler/models.py), ``aa.profile`` it (``memory.process_bytes``, t
 resident set), then reset the peak resident set (``/proc/self/clear_refs`` 5, Linux) and run two
 user-style steps (training: forward, backward, AdamW step, zero_grad; inference: forward under
 no_grad); measured = ``VmHWM`` after them. Goal: within 10 %.
-Last run (2026-12-03, 2-core development machine, torch 2.13): errors -9.0, -13.3 (ResNet-50
-infer, train), -7.7, -6.6 (GPT-2), -6.0, -6.8 (BERT-base), -0.9, +2.1 % (MLP); mean |error|
-6.5 %, signed mean -6.0 %, 7/8 within 10 %, measured inside P10-P90 in 8/8. The resident set
-at profile time plus the step's tensors alone (no heap replay) was -22, -18, -10, -12, -6, -14,
--4 and -5 % in an earlier run of the same cases.
+Last run (2026-12-03 17:18 UTC, 2-core shared development machine, torch 2.13, first-step pages
+from a held-out tiny model): errors -11.7, -20.1 (ResNet-50 infer, train), -11.3, -9.7 (GPT-2),
+-6.1, -10.1 (BERT-base), -1.9, -1.4 % (MLP); mean |error| 9.1 %, signed mean -9.1 %, 4/8
+within 10 %, measured inside P10-P90 in 6/8. Without the heap replay and first-step pages
+(the resident set at profile time plus the step's tensors): -17.4, -22.1, -12.7, -12.5, -6.8,
+-12.3, -2.4, -3.8 %. The measured side moves by up to ~7 % between runs (ResNet-50 train:
+1605, 1620 and 1736 MiB in three runs).
 """
 
 from __future__ import annotations
