@@ -107,3 +107,42 @@ def output_text(outputs: list[dict]) -> str:
         elif "data" in o:
             parts.append(o["data"].get("text/plain", ""))
     return "\n".join(parts)
+
+
+def course_checks(path: Path, *, exercises: int = 4, timeout_s: int = 300) -> dict[str, Any]:
+    """The fixtures and checks every course notebook shares, for a test module to take in with
+    ``globals().update(course_checks(NOTEBOOK))``: ``committed`` (the notebook as stored) and
+    ``executed`` (run offline), and three tests: every cell runs without touching the network,
+    the stored notebook carries no outputs, and each exercise's solution sits under a collapsed
+    "#### Solution" heading and runs."""
+    import nbformat
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def committed():
+        return nbformat.read(path, as_version=4)
+
+    @pytest.fixture(scope="module")
+    def executed():
+        return execute_notebook(path, timeout_s=timeout_s, offline=True)
+
+    def test_every_cell_runs_without_error_and_offline(executed):
+        assert error_outputs(executed) == []
+        assert output_text(executed.cells[-1].outputs).startswith("blocked by the offline guard")
+
+    def test_committed_notebook_has_no_outputs(committed):
+        code = [c for c in committed.cells if c.cell_type == "code"]
+        assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+
+    def test_each_solution_sits_under_a_collapsed_heading_and_runs(committed, executed):
+        headings = [i for i, c in enumerate(committed.cells)
+                    if c.source.startswith("#### Solution")]
+        assert len(headings) == exercises
+        for i in headings:
+            assert committed.cells[i].metadata["jp-MarkdownHeadingCollapsed"] is True
+            assert "solution" in committed.cells[i + 1].metadata["tags"]
+        answers = [c for c in executed.cells if "solution" in c.metadata.get("tags", [])]
+        assert len(answers) == exercises and all(c.outputs for c in answers)
+
+    return {name: value for name, value in locals().items()
+            if name in ("committed", "executed") or name.startswith("test_")}

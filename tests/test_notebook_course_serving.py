@@ -8,7 +8,12 @@ import re
 
 import pytest
 
-from .notebook_utils import NOTEBOOKS, cell_outputs, error_outputs, execute_notebook, output_text
+from .notebook_utils import (
+    NOTEBOOKS,
+    cell_outputs,
+    course_checks,
+    output_text,
+)
 
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
@@ -21,34 +26,7 @@ pytestmark = pytest.mark.slow
 NOTEBOOK = NOTEBOOKS / "course_serving.ipynb"
 
 
-@pytest.fixture(scope="module")
-def committed():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
-@pytest.fixture(scope="module")
-def executed():
-    return execute_notebook(NOTEBOOK, timeout_s=300, offline=True)
-
-
-def test_every_cell_runs_without_error_and_offline(executed):
-    assert error_outputs(executed) == []
-    assert output_text(executed.cells[-1].outputs).startswith("blocked by the offline guard")
-
-
-def test_committed_notebook_has_no_outputs(committed):
-    code = [c for c in committed.cells if c.cell_type == "code"]
-    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
-
-
-def test_each_solution_sits_under_a_collapsed_heading_and_runs(committed, executed):
-    headings = [i for i, c in enumerate(committed.cells) if c.source.startswith("#### Solution")]
-    assert len(headings) == 4
-    for i in headings:
-        assert committed.cells[i].metadata["jp-MarkdownHeadingCollapsed"] is True
-        assert "solution" in committed.cells[i + 1].metadata["tags"]
-    answers = [c for c in executed.cells if "solution" in c.metadata.get("tags", [])]
-    assert len(answers) == 4 and all(c.outputs for c in answers)
+globals().update(course_checks(NOTEBOOK))  # committed, executed and the shared checks
 
 
 def test_kv_cache_per_token_gqa_vs_mha(executed):
