@@ -109,22 +109,41 @@ def output_text(outputs: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def course_checks(path: Path, *, exercises: int = 4, timeout_s: int = 300) -> dict[str, Any]:
+def course_checks(path: Path, *, exercises: int = 4, timeout_s: int = 300,
+                  benchmarks: bool = False) -> dict[str, Any]:
     """The fixtures and checks every course notebook shares, for a test module to take in with
     ``globals().update(course_checks(NOTEBOOK))``: ``committed`` (the notebook as stored) and
     ``executed`` (run offline), and three tests: every cell runs without touching the network,
     the stored notebook carries no outputs, and each exercise's solution sits under a collapsed
-    "#### Solution" heading and runs."""
-    import nbformat
+    "#### Solution" heading and runs. The module is skipped when a package the course notebooks
+    need is missing. ``benchmarks``: the notebook benchmarks this machine (``aa.verify``); its
+    cache goes to the session's temporary folder (:func:`shared_cache_dir`), not ``~/.cache``."""
+    import os
+
     import pytest
+
+    nbformat = pytest.importorskip("nbformat")
+    for package in ("nbclient", "torch", "transformers", "altair"):
+        pytest.importorskip(package)
 
     @pytest.fixture(scope="module")
     def committed():
         return nbformat.read(path, as_version=4)
 
     @pytest.fixture(scope="module")
-    def executed():
-        return execute_notebook(path, timeout_s=timeout_s, offline=True)
+    def executed(tmp_path_factory):
+        if not benchmarks:
+            return execute_notebook(path, timeout_s=timeout_s, offline=True)
+        # The kernel inherits this environment.
+        old = os.environ.get("AIADVISOR_CACHE_DIR")
+        os.environ["AIADVISOR_CACHE_DIR"] = str(shared_cache_dir(tmp_path_factory))
+        try:
+            return execute_notebook(path, timeout_s=timeout_s, offline=True)
+        finally:
+            if old is None:
+                os.environ.pop("AIADVISOR_CACHE_DIR", None)
+            else:
+                os.environ["AIADVISOR_CACHE_DIR"] = old
 
     def test_every_cell_runs_without_error_and_offline(executed):
         assert error_outputs(executed) == []

@@ -15,12 +15,6 @@ from .notebook_utils import (
     output_text,
 )
 
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("nbclient")
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("altair")
-
 pytestmark = pytest.mark.slow
 
 NOTEBOOK = NOTEBOOKS / "course_serving.ipynb"
