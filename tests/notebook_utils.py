@@ -159,7 +159,8 @@ def course_checks(path: Path, *, exercises: int = 4, timeout_s: int = 300,
         assert len(headings) == exercises
         for i in headings:
             assert committed.cells[i].metadata["jp-MarkdownHeadingCollapsed"] is True
-            assert "solution" in committed.cells[i + 1].metadata["tags"]
+            answer = committed.cells[i + 1]
+            assert answer.cell_type == "code" and "solution" in answer.metadata["tags"]
         answers = [c for c in executed.cells if "solution" in c.metadata.get("tags", [])]
         assert len(answers) == exercises and all(c.outputs for c in answers)
 

@@ -4,68 +4,19 @@ headline numbers are checked once more, worked out independently in the comments
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from .notebook_utils import (
-    NOTEBOOKS,
-    cell_outputs,
-    error_outputs,
-    execute_notebook,
-    output_text,
-    shared_cache_dir,
-)
-
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("nbclient")
-pytest.importorskip("torch")
+from .notebook_utils import NOTEBOOKS, cell_outputs, course_checks, output_text
 
 pytestmark = pytest.mark.slow
 
 NOTEBOOK = NOTEBOOKS / "course_step_anatomy.ipynb"
 
-
-@pytest.fixture(scope="module")
-def committed():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    # Section 5 benchmarks this machine (aa.verify): its cache goes to a temporary folder, not
-    # the user's ~/.cache (the kernel inherits this environment), shared by the notebook tests.
-    old = os.environ.get("AIADVISOR_CACHE_DIR")
-    os.environ["AIADVISOR_CACHE_DIR"] = str(shared_cache_dir(tmp_path_factory))
-    try:
-        return execute_notebook(NOTEBOOK, timeout_s=300, offline=True)
-    finally:
-        if old is None:
-            os.environ.pop("AIADVISOR_CACHE_DIR", None)
-        else:
-            os.environ["AIADVISOR_CACHE_DIR"] = old
-
-
-def test_every_cell_runs_without_error_and_offline(executed):
-    assert error_outputs(executed) == []
-    assert output_text(executed.cells[-1].outputs).startswith("blocked by the offline guard")
-
-
-def test_committed_notebook_has_no_outputs(committed):
-    code = [c for c in committed.cells if c.cell_type == "code"]
-    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
-
-
-def test_each_solution_sits_under_a_collapsed_heading_and_runs(committed, executed):
-    headings = [i for i, c in enumerate(committed.cells) if c.source.startswith("#### Solution")]
-    assert len(headings) == 4  # one per exercise
-    for i in headings:
-        assert committed.cells[i].metadata["jp-MarkdownHeadingCollapsed"] is True
-        answer = committed.cells[i + 1]
-        assert answer.cell_type == "code" and "solution" in answer.metadata["tags"]
-    answers = [c for c in executed.cells if "solution" in c.metadata.get("tags", [])]
-    assert len(answers) == 4 and all(c.outputs for c in answers)
+# committed, executed (section 5 benchmarks this machine: its cache goes to the session's
+# temporary folder, not ~/.cache) and the checks every course notebook shares
+globals().update(course_checks(NOTEBOOK, benchmarks=True))
 
 
 def test_forward_gemm_flops_match_the_hand_count(executed):
