@@ -150,3 +150,15 @@ def load_summaries(directory: Path | str = RESULTS_DIR) -> list[dict]:
         data["rows"] = [summary_row(**row) for row in data["rows"]]
         out.append(data)
     return out
+
+
+def isolate_measurements() -> str:
+    """Point this process's measurement store at a fresh temporary file and turn the per-device
+    correction off, so a bench scores the cost model itself: neither the user's own records
+    (``aa.verify``) nor those the bench's verify runs append move its predictions."""
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(prefix="aiadvisor-bench-"), "measurements.json")
+    os.environ["AIADVISOR_MEASUREMENTS"] = path
+    os.environ["AIADVISOR_MEASURED_CORRECTION"] = "0"
+    return path

@@ -66,6 +66,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
+    from _results import isolate_measurements
+
+    isolate_measurements()  # verify runs record into a temporary store, no correction
     warnings.filterwarnings("ignore")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, mode={args.mode}")
     summary = []

@@ -6,12 +6,20 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
 
 * **GEMMs** (``mm``, ``addmm``, ``bmm``...): on a CPU, the timed linear-layer GEMMs of the same
   phase (forward, or the backward pair of input and weight gradients) and dtype at the same
-  FLOPs per call; elsewhere, and for convolutions and recurrent layers, the measured matmul
-  curve (see ``predict._curve_slowdowns``). A skinny forward GEMM (few rows, as in one decode
+  FLOPs per call; elsewhere, and for convolutions and recurrent layers a calibration did not
+  time, the measured matmul curve (see ``predict._curve_slowdowns``). A skinny forward GEMM (few rows, as in one decode
   step: ``M`` read off its FLOPs and bytes, ``M K N / (M K + K N + M N)``, under
   :data:`SKINNY_ROWS`) runs at the rate the skinny grid measured at that ``M`` (log-log
   interpolation, flat beyond the ends), and never faster than its bytes over the measured
   bandwidth.
+* **Convolutions** (``convolution`` and ``convolution_backward``): the rate the grid's
+  convolutions of the same phase and dtype reached at the same arithmetic intensity (FLOPs per
+  byte moved; log-log interpolation, flat beyond the ends). On a CPU the rate follows intensity
+  far more than size: a 3-channel stem and a 1x1 projection run at a fraction of a 3x3 layer's
+  rate at equal FLOPs. Never faster than the bytes over the measured bandwidth.
+* **Recurrent layers** (an LSTM's ``mkldnn_rnn_layer`` and its backward): the timed one-layer
+  LSTMs per step (FLOPs and seconds over the sequence), at the op's per-step FLOPs, times its
+  steps; a recurrent op not timed by name takes the family's median.
 * **An op that was timed** (same aten name): log-log interpolation of seconds against its work
   (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
   time grows in proportion to the work; below the smallest it shrinks in proportion down to the
@@ -78,7 +86,9 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
     for convolutions and optimizer records."""
     if op_class == "gemm":
         return f"gemm-{phase}" if phase in ("forward", "backward") else None
-    if op_class in ("conv", "optimizer"):
+    if op_class == "conv":
+        return f"conv-{phase}" if phase in ("forward", "backward") else None
+    if op_class == "optimizer":
         return None
     if op_class == "attention":
         return "attention"
@@ -126,6 +136,9 @@ class LocalCalibration:
     """dtype -> (log rows, log FLOP/s) of the skinny forward GEMMs, by increasing rows."""
     bw_gbs: float | None = None
     """Measured streaming bandwidth (GB/s)."""
+    conv: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """(``conv-forward``/``conv-backward``, dtype) -> (log FLOPs per byte, log FLOP/s) of the
+    timed convolutions, by increasing intensity."""
 
     @classmethod
     def from_benchmark(cls, result, precision: str) -> LocalCalibration:
@@ -137,6 +150,7 @@ class LocalCalibration:
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
+        conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for p in result.ops:
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work <= 0 or p.seconds <= 0:
@@ -149,6 +163,10 @@ class LocalCalibration:
             if p.family.startswith("gemm-"):
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
                 continue
+            if p.family.startswith("conv-"):
+                conv.setdefault((p.family, dtype), []).append(
+                    (np.log(p.flops / max(p.num_bytes, 1.0)), np.log(p.flops / p.seconds)))
+                continue
             by_key.setdefault((p.op, dtype), []).append((work, p.seconds))
             ops = family_ops.setdefault((p.family, dtype), [])
             if p.op not in ops:
@@ -158,7 +176,8 @@ class LocalCalibration:
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
-                   skinny=rates, bw_gbs=result.memory_bw_gbs)
+                   skinny=rates, bw_gbs=result.memory_bw_gbs,
+                   conv={k: _intensity_rates(v) for k, v in conv.items()})
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
@@ -175,6 +194,11 @@ class LocalCalibration:
                 key = fam if fam.startswith("gemm-") else name
                 groups.setdefault((key, fam, dtype), []).append(i)
         for (key, fam, dtype), rows in groups.items():
+            if fam.startswith("conv-"):
+                if (fam, dtype) in self.conv:
+                    out[rows] = self._conv_seconds(fam, dtype, flops_per_call[rows],
+                                                   bytes_per_call[rows])
+                continue
             work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
             tries = [dtype] if fam.startswith("gemm-") else list(dict.fromkeys((dtype,
                                                                                 "float32")))
@@ -190,6 +214,17 @@ class LocalCalibration:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype)
         return out
+
+    def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
+                      num_bytes: np.ndarray) -> np.ndarray:
+        """Seconds per call of convolutions at the rate timed at their intensity."""
+        log_i, log_rate = self.conv[(fam, dtype)]
+        f = np.maximum(np.asarray(flops, float), 1.0)
+        b = np.maximum(np.asarray(num_bytes, float), 1.0)
+        seconds = f / np.exp(np.interp(np.log(f / b), log_i, log_rate))
+        if self.bw_gbs:
+            seconds = np.maximum(seconds, b / (self.bw_gbs * 1e9))
+        return seconds
 
     def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
                         num_bytes: np.ndarray, dtype: str) -> None:
@@ -238,7 +273,16 @@ def _size_curve(points: list[tuple[float, float]], floor_s: float) -> SizeCurve:
 
 def _flop_curve(family: str) -> bool:
     """Families whose time is keyed on FLOPs (the rest on bytes moved)."""
-    return family == "attention" or family.startswith("gemm-")
+    return family in ("attention", "recurrent") or family.startswith(("gemm-", "conv-"))
+
+
+def _intensity_rates(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """(log intensity, log rate) by increasing intensity; equal intensities averaged."""
+    merged: dict[float, list[float]] = {}
+    for log_i, log_rate in points:
+        merged.setdefault(float(log_i), []).append(log_rate)
+    keys = sorted(merged)
+    return np.array(keys), np.array([np.mean(merged[k]) for k in keys])
 
 
 def fit_optimizers(points) -> dict[str, tuple[float, float]]:

@@ -181,12 +181,14 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
 def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibration,
                        work: DeviceWork, launch: float, op_dtypes: np.ndarray | None) -> None:
     """Overwrite device ``d``'s times of the ops its calibration timed (in place)."""
-    # Recurrent layers run seq_len small GEMMs a call: they keep the matmul curve at the step size.
-    families = np.array([None if div > 1 else op_family(n, c, ph) for n, c, ph, div in
+    # Recurrent layers run seq_len small steps a call: looked up at the per-step size (the
+    # grid times them per step), times the steps.
+    steps = np.maximum(work.feature_divisor, 1.0)
+    families = np.array(["recurrent" if div > 1 else op_family(n, c, ph) for n, c, ph, div in
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
-    total = cal.op_seconds(work.name, families, work.bytes_per_call, work.flops_per_call,
-                           op_dtypes) * work.count
+    total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
+                           work.flops_per_call / steps, op_dtypes) * steps * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))
@@ -197,7 +199,7 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
         return
     overhead = np.minimum(launch * work.count, total)
     body = (total - overhead)[None, :] * np.exp(MEASURED_SPREAD * _QUANTILE_SIGN)[:, None]
-    compute = hit & np.isin(work.op_class, ("attention", "gemm"))
+    compute = hit & np.isin(work.op_class, ("attention", "gemm", "conv"))
     memory = hit & ~compute
     parts["compute"][:, d, compute] = body[:, compute]
     parts["compute"][:, d, memory] = 0.0

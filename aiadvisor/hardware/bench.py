@@ -31,15 +31,19 @@ from ..schema import HardwareSpec
 from ..units import PRECISION_COLUMN
 from .calibrate import (
     ATTENTION_SEQ,
+    CONV_SHAPES,
     CPU_ELEMENTS,
     GPU_ELEMENTS,
     LINEAR_SHAPES,
+    RECURRENT_SHAPES,
     SKINNY_SHAPES,
     OpPoint,
     OptimizerPoint,
+    conv_points,
     linear_points,
     op_points,
     optimizer_points,
+    recurrent_points,
 )
 
 __all__ = [
@@ -54,7 +58,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 3
+_CACHE_VERSION = 4
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -303,6 +307,27 @@ BUSY_RETRIES = 3
 #: After this many points stayed contended the machine is taken as busy for good: the rest are
 #: timed once (a calibration on a shared host must not take minutes of retries).
 BUSY_GIVE_UP = 3
+
+
+#: Bytes of the tensor :func:`prime_allocator` allocates and frees: just under glibc's largest
+#: dynamic mmap threshold (32 MiB on 64-bit Linux).
+PRIME_BYTES = 30 * 2**20
+
+
+def prime_allocator(torch: Any) -> None:
+    """Put the CPU allocator where a training loop's steady state has it before timing.
+
+    glibc serves a request of at least its mmap threshold (128 KiB at start) with fresh,
+    page-faulting pages, and raises the threshold to the size of each such block freed (up to
+    32 MiB). After one step of a model the threshold sits at its largest freed tensor and most
+    outputs come from reused heap memory; a calibration in a fresh process would otherwise time
+    page faults too (measured on the 2-core development machine: an 8 x 32 x 64 x 64 convolution
+    took 3.1 ms per call before a larger block was freed, 0.5 ms after). Allocating and freeing
+    one block of :data:`PRIME_BYTES` does what the first step does. Other allocators ignore it.
+    """
+    block = torch.empty(PRIME_BYTES // 4)
+    block.fill_(0.0)
+    del block
 
 
 class ContentionGuard:
@@ -571,7 +596,7 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     -------
     BenchmarkResult
         Per-size matmul TFLOP/s, copy/add bandwidth, launch overhead, date and versions.
-        On a 2-core CPU the defaults take about 15-20 s (half of it the op grid).
+        On a 2-core CPU the defaults take about 30-35 s (two thirds of it the op grid).
     """
     import torch
 
@@ -618,6 +643,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                      + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES) if device.backend == "cpu"
                         else 0))
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
+        if device.backend == "cpu":
+            total_steps += (len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
+                [d for d in config["op_dtypes"] if d != "float16"])
     done = [0]
 
     def step(message: str) -> None:
@@ -627,6 +655,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     started = time.perf_counter()
     min_time_s = config["min_time_s"]
     guard = ContentionGuard(torch) if device.backend == "cpu" else None
+    if device.backend == "cpu":
+        prime_allocator(torch)
     time_op = guard.time_op if guard is not None else _time_op
     matmul: list[MatmulPoint] = []
     for precision in config["precisions"]:
@@ -661,6 +691,13 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         if device.backend == "cpu":  # GPU GEMMs: the matmul curve (these shapes are too small)
             op_pts += linear_points(torch, dev=dev, sync=sync, time_op=time_op,
                                     min_time_s=op_time, step=step, dtypes=dtypes)
+            # Not in FP16: a CPU's FP16 convolutions took 26 s of a 57 s calibration on the
+            # development machine (a slow fallback path); FP16 CPU steps keep the matmul curve.
+            layer_dtypes = tuple(d for d in dtypes if d != "float16")
+            op_pts += conv_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                  min_time_s=op_time, step=step, dtypes=layer_dtypes)
+            op_pts += recurrent_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                       min_time_s=op_time, step=step, dtypes=layer_dtypes)
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step)
     if guard is not None and guard.busy:

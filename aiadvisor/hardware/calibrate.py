@@ -41,6 +41,18 @@ LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 102
 SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
 #: Weight matrices each skinny timing cycles through (8 x 16 MB in FP32).
 SKINNY_WEIGHTS = 8
+#: Convolutions (batch, in channels, side, out channels, kernel), 2-D, stride 1, "same"
+#: padding, 57 MFLOP - 1.2 GFLOP a forward call: a 3-channel stem, 3x3 layers of 32-256
+#: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
+#: FLOPs (im2col/oneDNN reorders, narrow channel counts), and their backward (input and weight
+#: gradients in one ``convolution_backward``) at yet another rate; timed apart.
+CONV_SHAPES = ((8, 3, 64, 32, 3), (8, 32, 32, 32, 3), (8, 64, 32, 64, 3), (16, 128, 16, 128, 3),
+               (16, 256, 8, 256, 3), (8, 64, 32, 256, 1))
+#: Recurrent layers (batch, hidden) of a one-layer LSTM (input = hidden) over
+#: :data:`RECURRENT_STEPS` steps: each step is a few small GEMMs and gate maths, far below the
+#: square-matmul rate of the same FLOPs. Recorded per step (FLOPs and seconds / steps).
+RECURRENT_SHAPES = ((8, 128), (16, 256), (16, 512), (64, 512))
+RECURRENT_STEPS = 32
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -189,6 +201,101 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                   flops=2.0 * m * k * n, seconds=fwd, dtype=dtype))
             del ws
     return points
+
+
+def conv_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                time_op: Callable[..., float], min_time_s: float, step: Callable[[str], None],
+                shapes=CONV_SHAPES, dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
+    """Forward (``aten.convolution``) and backward (``aten.convolution_backward``: input and
+    weight gradients) of 2-D convolutions, family ``conv-forward`` / ``conv-backward``, work
+    counted by the profiler's recorder on the same call."""
+    points = []
+    for dtype in dtypes:
+        f = getattr(torch, dtype)
+        for n, cin, side, cout, k in shapes:
+            step(f"conv {dtype} {n}x{cin}x{side}x{side} -> {cout} k{k}")
+            x = torch.randn(n, cin, side, side, device=dev, dtype=f, requires_grad=True)
+            w = torch.randn(cout, cin, k, k, device=dev, dtype=f, requires_grad=True)
+            fwd = functools.partial(torch.nn.functional.conv2d, x, w, padding=k // 2)
+            try:
+                with torch.no_grad():
+                    op, num_bytes, flops = _count(torch, fwd)
+                    seconds = time_op(fwd, sync=sync, min_time_s=min_time_s)
+                points.append(OpPoint(op=op, family="conv-forward", num_bytes=float(num_bytes),
+                                      flops=float(flops), seconds=seconds, dtype=dtype))
+                y = fwd()
+                g = torch.randn_like(y)
+                bwd = functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True)
+                op, num_bytes, flops = _count_named(torch, bwd, "aten.convolution_backward")
+                seconds = time_op(bwd, sync=sync, min_time_s=min_time_s)
+            except (RuntimeError, NotImplementedError):
+                continue  # a dtype the convolution kernels lack on this device
+            points.append(OpPoint(op=op, family="conv-backward", num_bytes=float(num_bytes),
+                                  flops=float(flops), seconds=seconds, dtype=dtype))
+    return points
+
+
+def recurrent_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                     time_op: Callable[..., float], min_time_s: float,
+                     step: Callable[[str], None], shapes=RECURRENT_SHAPES,
+                     steps: int = RECURRENT_STEPS, dtypes: tuple[str, ...] = ("float32",)
+                     ) -> list[OpPoint]:
+    """One LSTM layer forward and backward (family ``recurrent``), under the aten name its
+    kernel records (e.g. ``aten.mkldnn_rnn_layer`` on a CPU), per step: FLOPs, bytes and
+    seconds of the whole call over ``steps``, as the cost model prices a recurrent op at its
+    per-step size."""
+    points = []
+    for dtype in dtypes:
+        f = getattr(torch, dtype)
+        for batch, hidden in shapes:
+            step(f"recurrent {dtype} lstm {batch}x{hidden}")
+            lstm = torch.nn.LSTM(hidden, hidden, batch_first=True).to(device=dev, dtype=f)
+            x = torch.randn(batch, steps, hidden, device=dev, dtype=f, requires_grad=True)
+            try:
+                with torch.no_grad():
+                    fwd = functools.partial(lstm, x)
+                    fwd_op = _main_op(torch, fwd)
+                    op, num_bytes, flops = _count_named(torch, fwd, fwd_op)
+                    seconds = time_op(fwd, sync=sync, min_time_s=min_time_s)
+                points.append(OpPoint(op=op, family="recurrent", num_bytes=num_bytes / steps,
+                                      flops=flops / steps, seconds=seconds / steps,
+                                      dtype=dtype))
+                y = lstm(x)[0]
+                g = torch.randn_like(y)
+                bwd = functools.partial(torch.autograd.grad, y, (x, *lstm.parameters()), g,
+                                        retain_graph=True)
+                op, num_bytes, flops = _count_named(torch, bwd, _main_op(torch, bwd))
+                seconds = time_op(bwd, sync=sync, min_time_s=min_time_s)
+            except (RuntimeError, NotImplementedError):
+                continue
+            points.append(OpPoint(op=op, family="recurrent", num_bytes=num_bytes / steps,
+                                  flops=flops / steps, seconds=seconds / steps, dtype=dtype))
+    return points
+
+
+def _recorded(torch: Any, fn: Callable[[], Any]) -> dict:
+    from ..profiler.recorder import ModuleStack, Recorder
+
+    root = torch.nn.Module()
+    with ModuleStack(root) as stack, Recorder(stack) as rec:
+        fn()
+    rec.detach_all()
+    return {k[2]: agg for k, agg in rec.aggs.items()}
+
+
+def _main_op(torch: Any, fn: Callable[[], Any]) -> str:
+    """The recorded op of ``fn`` with the most FLOPs."""
+    aggs = _recorded(torch, fn)
+    return max(aggs, key=lambda op: aggs[op].flops)
+
+
+def _count_named(torch: Any, fn: Callable[[], Any], op: str) -> tuple[str, float, float]:
+    """(``op``, bytes, FLOPs) of ``op`` among the ops ``fn`` records, as the profiler counts."""
+    aggs = _recorded(torch, fn)
+    if op not in aggs:
+        raise RuntimeError(f"expected {op}, recorded {sorted(aggs)}")
+    agg = aggs[op]
+    return op, agg.bytes_read + agg.bytes_written, agg.flops
 
 
 def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:

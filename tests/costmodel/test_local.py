@@ -53,7 +53,8 @@ def test_op_families():
         "attention"
     assert op_family("aten.mm", "gemm", "backward") == "gemm-backward"
     assert op_family("aten.addmm", "gemm") == "gemm-forward"
-    assert op_family("aten.convolution", "conv") is None
+    assert op_family("aten.convolution", "conv") == "conv-forward"
+    assert op_family("aten.convolution_backward", "conv", "backward") == "conv-backward"
     assert op_family("optimizer.adamw", "optimizer", "optimizer") is None
 
 
@@ -226,6 +227,62 @@ def test_skinny_gemms_take_the_rate_measured_at_their_row_count(monkeypatch):
     n = round((1e10 / 2) ** (1 / 3))
     sq = predict(gemm(n, n, n), hardware=cpu, precision="fp32").step_time_s
     assert sq == pytest.approx(0.2 * (2.0 * n**3 / 1e10), rel=0.02)
+
+
+def test_convolutions_take_the_rate_timed_at_their_intensity(monkeypatch):
+    # Timed forward convolutions: 10 FLOP/B at 20 GFLOP/s (a 3-channel stem) and 100 FLOP/B at
+    # 200 GFLOP/s (a 3x3 layer). The square-matmul curve says 100 GFLOP/s whatever the shape.
+    import dataclasses
+
+    from aiadvisor.costmodel import api
+
+    def conv_point(intensity, rate, flops=1e8):
+        return OpPoint(op="aten.convolution", family="conv-forward", flops=flops,
+                       num_bytes=flops / intensity, seconds=flops / rate)
+
+    result = dataclasses.replace(_benchmark(), ops=(conv_point(10, 20e9), conv_point(100, 200e9)),
+                                 bandwidth=(BandwidthPoint(op="copy", num_bytes=10**8,
+                                                           seconds=1e-2, gbs=10.0),))
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    cpu = _local_cpu()
+
+    def conv(flops, num_bytes, phase="forward"):
+        name = "aten.convolution" if phase == "forward" else "aten.convolution_backward"
+        return make_profile([op(name, "conv", phase, flops=flops, bytes_read=num_bytes)])
+
+    # 3.16e8 FLOPs over 1e7 bytes: 31.6 FLOP/B, the log-midpoint -> sqrt(20 x 200) = 63.2
+    # GFLOP/s -> 5.0 ms (its bytes at 10 GB/s take 1 ms).
+    flops = 10**8.5
+    assert predict(conv(flops, 1e7), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(flops / math.sqrt(20e9 * 200e9), rel=1e-9)
+    # Beyond the timed intensities the rate stays flat: 1000 FLOP/B -> 200 GFLOP/s.
+    assert predict(conv(1e9, 1e6), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(1e9 / 200e9, rel=1e-9)
+    # A backward convolution (not timed) keeps the matmul curve: 1e9 FLOPs at 0.1 TFLOP/s
+    # (plus the 5 us launch), not the forward's rate.
+    back = predict(conv(1e9, 1e6, "backward"), hardware=cpu, precision="fp32").step_time_s
+    assert back == pytest.approx(1e9 / 1e11 * math.exp(0) + 5e-6, rel=0.05)
+
+
+def test_recurrent_layers_take_the_timed_per_step_rate_times_their_steps(monkeypatch):
+    # A timed LSTM layer: 1e6 FLOPs per step in 10 us, 1e8 in 0.5 ms (log-log between). A
+    # 64-step layer of 1e7 FLOPs per step (6.4e8 a call): 10 us x 10^(log10(50)/2) = 70.7 us a
+    # step, 4.53 ms a call. The square-matmul curve (0.1 TFLOP/s) would say 6.4 ms.
+    import dataclasses
+
+    from aiadvisor.costmodel import api
+
+    pts = tuple(OpPoint(op="aten.mkldnn_rnn_layer", family="recurrent", flops=f, num_bytes=f / 50,
+                        seconds=s) for f, s in ((1e6, 10e-6), (1e8, 0.5e-3)))
+    result = dataclasses.replace(_benchmark(), ops=pts)
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    prof = make_profile([op("aten.mkldnn_rnn_layer", "gemm", "forward", flops=6.4e8,
+                            bytes_read=1e6)], seq_len=64)
+    step = 10e-6 * 10 ** (math.log10(50) / 2)
+    assert predict(prof, hardware=_local_cpu(), precision="fp32").step_time_s == \
+        pytest.approx(64 * step, rel=1e-9)
 
 
 def test_the_shipped_calibration_is_a_default_grid_measurement():

@@ -148,7 +148,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                        **{**TINY, "ops": True, "op_elements": (n1, n2)})
     by_op = {}
     for p in result.ops:
-        if not p.family.startswith("gemm-"):
+        if not p.family.startswith(("gemm-", "conv-", "recurrent")):
             by_op.setdefault(p.op, []).append(p)
         assert p.seconds > 0
     # Every op of the grid at both sizes; no attention (16 x 64 x 64 > 4096 elements).
@@ -167,6 +167,21 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     for family in ("gemm-forward", "gemm-backward"):
         flops = sorted(p.flops for p in result.ops if p.family == family)
         assert flops == sorted(2.0 * m * k * n for m, k, n in LINEAR_SHAPES)
+    # Convolutions: forward 2 N Cout H W Cin k^2 FLOPs ("same" padding, stride 1); the backward
+    # (input and weight gradients) twice that.
+    from aiadvisor.hardware.calibrate import CONV_SHAPES, RECURRENT_SHAPES, RECURRENT_STEPS
+
+    conv = [2.0 * n * cout * side * side * cin * k * k for n, cin, side, cout, k in CONV_SHAPES]
+    assert sorted(p.flops for p in result.ops if p.family == "conv-forward") == sorted(conv)
+    assert sorted(p.flops for p in result.ops if p.family == "conv-backward") == \
+        sorted(2 * f for f in conv)
+    assert {p.op for p in result.ops if p.family.startswith("conv-")} == {
+        "aten.convolution", "aten.convolution_backward"}
+    # LSTM layers per step: the input and hidden GEMMs, 2 x batch x 4h x (h + h) FLOPs forward,
+    # twice that backward; one point each per shape.
+    rec = sorted(p.flops for p in result.ops if p.family == "recurrent")
+    lstm = [2.0 * b * 4 * h * 2 * h for b, h in RECURRENT_SHAPES]
+    assert rec == sorted(lstm + [2 * f for f in lstm]) and RECURRENT_STEPS > 1
     # Skinny forward GEMMs (decode-step shapes), forward only: M = 1..64 rows of 2048 x 2048.
     skinny = sorted((p.flops, p.num_bytes) for p in result.ops if p.family == "gemm-skinny")
     assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n))
@@ -180,8 +195,11 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    timings = 2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
-    assert f"an op grid ({timings} timings of 25 ops)" in spec.notes
+    # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm, two
+    # convolution and two LSTM-layer ops (forward, backward) per shape.
+    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 2 * len(CONV_SHAPES)
+               + 2 * len(RECURRENT_SHAPES))
+    assert f"an op grid ({timings} timings of 29 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
