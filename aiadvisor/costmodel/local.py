@@ -7,11 +7,11 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
 * **GEMMs** (``mm``, ``addmm``, ``bmm``...): on a CPU, the timed linear-layer GEMMs of the same
   phase (forward, or the backward pair of input and weight gradients) and dtype at the same
   FLOPs per call; elsewhere, and for convolutions and recurrent layers a calibration did not
-  time, the measured matmul curve (see ``predict._curve_slowdowns``). A skinny forward GEMM (few rows, as in one decode
-  step: ``M`` read off its FLOPs and bytes, ``M K N / (M K + K N + M N)``, under
-  :data:`SKINNY_ROWS`) runs at the rate the skinny grid measured at that ``M`` (log-log
-  interpolation, flat beyond the ends), and never faster than its bytes over the measured
-  bandwidth.
+  time, the measured matmul curve (see ``predict._curve_slowdowns``). A skinny forward GEMM
+  (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
+  ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS`) runs at the rate the skinny grid
+  measured at that ``M`` (log-log interpolation, flat beyond the ends), and never faster than
+  its bytes over the measured bandwidth.
 * **Convolutions** (``convolution`` and ``convolution_backward``): the rate the grid's
   convolutions of the same phase and dtype reached at the same arithmetic intensity (FLOPs per
   byte moved; log-log interpolation, flat beyond the ends). On a CPU the rate follows intensity
