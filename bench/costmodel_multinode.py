@@ -68,7 +68,7 @@ ROWS = [
                              intermediate_size=24576, style="gpt2"),
         "NVIDIA A100 40GB SXM", "fp16", 2048, 1536,
         dict(dp_degree=12, tp_degree=2, pp_degree=4, zero_stage=1, checkpointing="full",
-             num_microbatches=32),
+             num_microbatches=32, sequence_parallel=False),
         117.0, "TFLOP/s/GPU", "hfu",
         "GPT-NeoX-20B paper (Black et al. 2022), sec. 3: 96 A100-40GB, TP2 PP4, ~117 TFLOP/s "
         "per GPU; 12 servers, 4 ConnectX-6 HDR HCAs per 8 GPUs",
@@ -83,7 +83,7 @@ ROWS = [
                            style="gpt2"),
         "NVIDIA A100 80GB SXM", "bf16", 2048, 2048,
         dict(dp_degree=8, tp_degree=4, pp_degree=12, zero_stage=1, checkpointing="full",
-             num_microbatches=128),
+             num_microbatches=128, sequence_parallel=False),
         150.0, "TFLOP/s/GPU", "hfu",
         "BigScience BLOOM-176B training notes / BLOOM paper (2022): 384 A100-80GB, TP4 PP12 "
         "DP8, ~150 TFLOP/s; Jean Zay nodes: 4 x 100 Gb/s Omni-Path per 8 GPUs",
@@ -95,7 +95,8 @@ ROWS = [
     Row("OPT-175B", dict(vocab_size=50272, hidden_size=12288, num_layers=96, num_heads=96,
                          style="gpt2"),
         "NVIDIA A100 80GB SXM", "fp16", 2048, 992,
-        dict(dp_degree=124, tp_degree=8, zero_stage=3, checkpointing="full"),
+        dict(dp_degree=124, tp_degree=8, zero_stage=3, checkpointing="full",
+             sequence_parallel=False),
         147.0, "TFLOP/s/GPU", "hfu",
         "OPT paper (Zhang et al. 2022), sec. 2.4: 992 A100-80GB, FSDP + Megatron TP8, up to "
         "147 TFLOP/s per GPU (figure as recalled; not retrieved by the search tool)",
@@ -107,7 +108,7 @@ ROWS = [
                             style="gpt2"),
         "NVIDIA A100 80GB SXM", "bf16", 2048, 1920,
         dict(dp_degree=12, tp_degree=8, pp_degree=35, zero_stage=1, checkpointing="full",
-             num_microbatches=160),
+             num_microbatches=160, sequence_parallel=False),
         113.0, "TFLOP/s/GPU", "hfu",
         "MT-NLG paper (Smith et al. 2022) / Microsoft-NVIDIA blog 'Using DeepSpeed and "
         "Megatron to train MT-NLG 530B': 3360 A100-80GB (420 DGX A100, HDR InfiniBand), TP8 "

@@ -281,6 +281,12 @@ def _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes, num_
     train = prof.mode == "train"
     backward, forward = windows["backward"], windows["forward"]
     units = max(num_blocks, 1)
+    # Gradients are final only in the last micro-batch's backward (DDP's no_sync, pipeline
+    # flush): DDP/ZeRO-1/2 reductions can hide behind that one alone, and behind nothing
+    # when the stack reduces after the backward (overlap_grad_reduce=False).
+    micro = parallel.num_microbatches * parallel.grad_accum_steps
+    last_backward = backward / micro
+    grad_overlap = OVERLAP if parallel.overlap_grad_reduce else 0.0
     if not train:
         if parallel.zero_stage != 3:
             return 0.0
@@ -292,11 +298,11 @@ def _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes, num_
         # DDP: buckets all-reduce while backward runs; the last bucket after it ends.
         last = ar * min(1.0, DDP_BUCKET_BYTES / max(grad_bytes, 1.0)) if nets is not None \
             else None
-        return exposed_time_s(ar, backward, overlap=OVERLAP, min_exposed_s=last)
+        return exposed_time_s(ar, last_backward, overlap=grad_overlap, min_exposed_s=last)
     if parallel.zero_stage in (1, 2):
         rs = coll("reduce_scatter", grad_bytes, dp, tp)
         last = rs / units if nets is not None else None
-        return (exposed_time_s(rs, backward, overlap=OVERLAP, min_exposed_s=last)
+        return (exposed_time_s(rs, last_backward, overlap=grad_overlap, min_exposed_s=last)
                 + coll("all_gather", gather_bytes, dp, tp))
     # FSDP / ZeRO-3: each unit (block) is gathered before its forward and again before its
     # backward, prefetched one unit ahead; gradients reduce-scattered per unit. The first
