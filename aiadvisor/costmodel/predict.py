@@ -305,11 +305,13 @@ def _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes, num_
         return (exposed_time_s(rs, last_backward, overlap=grad_overlap, min_exposed_s=last)
                 + coll("all_gather", gather_bytes, dp, tp))
     # FSDP / ZeRO-3: each unit (block) is gathered before its forward and again before its
-    # backward, prefetched one unit ahead; gradients reduce-scattered per unit. The first
-    # gather and the last reduce-scatter have no compute to hide behind.
+    # backward, prefetched one unit ahead; gradients reduce-scattered per unit, in every
+    # accumulation step's backward (FSDP's default and DeepSpeed ZeRO-3's: each keeps only its
+    # shard of the gradients). The first gather and the last reduce-scatter have no compute
+    # to hide behind.
     gather = coll("all_gather", gather_bytes, dp, tp)
     rs = coll("reduce_scatter", grad_bytes, dp, tp)
-    total = 2 * gather * parallel.grad_accum_steps + rs
+    total = (2 * gather + rs) * parallel.grad_accum_steps
     first_last = (gather + rs) / units if nets is not None else None
     return exposed_time_s(total, forward + backward, overlap=OVERLAP, min_exposed_s=first_last)
 
