@@ -261,7 +261,8 @@ def grad_accumulation(prof: ModelProfile, ops: OpArrays,
     further micro-batch (``num_microbatches x grad_accum_steps`` in all) adds its gradient
     into ``.grad`` in place: read the new gradient, read and write the sum, 3 x the gradient's
     element size per parameter (PyTorch's AccumulateGrad; Megatron-style fp32 ``main_grad``
-    buffers do the same pass). One call per parameter tensor. A device holds ``1/(tp pp)`` of
+    buffers do the same pass). One call per parameter tensor (the optimizer record's count;
+    without one, one per block). A device holds ``1/(tp pp)`` of
     the parameters (``1/dp`` of that with ZeRO-2/3, which accumulate the reduced shard).
     E.g. 1e9 fp32 parameters on one device and 4 micro-batches: 3 adds of 12 GB each.
     """
