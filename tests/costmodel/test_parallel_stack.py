@@ -132,3 +132,26 @@ def test_fsdp_reduce_scatters_in_every_accumulation_step(spec, exact_model):
 def test_flags_must_be_booleans(name):
     with pytest.raises(InvalidArgumentError, match=rf"ParallelConfig.{name}='yes'.*True or False"):
         ParallelConfig(**{name: "yes"})
+
+
+def test_activations_without_sequence_parallel_by_hand():
+    from aiadvisor.recommend.memory import ActivationParts, activation_memory
+
+    # 4 blocks of 34 GB each (no attention-score part), inputs 2 GB per block, tp = 2.
+    parts = ActivationParts(batch_size=8, num_blocks=4, block_per_batch_bytes=34e9,
+                            block_quadratic_bytes=0.0, block_input_bytes=2e9,
+                            block_fixed_bytes=0.0, other_per_batch_bytes=0.0,
+                            other_fixed_bytes=0.0, inputs_bytes=0.0, temporaries_bytes=0.0)
+
+    def acts(**kw):
+        return activation_memory(parts, ParallelConfig(tp_degree=2, **kw), micro_batch=8)[0]
+
+    # With SP all of it halves: 4 x 34 / 2 = 68 GB. Without, 10 of each 34 GB stay whole:
+    # 4 x (10 + 24 / 2) = 88 GB.
+    assert acts() == pytest.approx(68e9)
+    assert acts(sequence_parallel=False) == pytest.approx(88e9)
+    # Full recompute keeps 4 inputs of 2 GB and one block being recomputed (34 GB): with SP
+    # (8 + 34) / 2 = 21 GB; without, the inputs and 10 GB of the block stay whole: 8 + 10 +
+    # 24 / 2 = 30 GB.
+    assert acts(checkpointing="full") == pytest.approx(21e9)
+    assert acts(checkpointing="full", sequence_parallel=False) == pytest.approx(30e9)
