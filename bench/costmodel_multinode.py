@@ -408,23 +408,27 @@ Reading the misses (columns above: roof = dense-peak roofline, comm = exposed co
 share of the predicted step, bubble = the pipeline idle fraction (pp - 1) / (v m + pp - 1),
 v = virtual stages, stage = slowest / average pipeline stage, MFU = predicted model FLOPs
 utilisation):
-- The 2021-22 A100 rows were 13-34 % too fast. Four general behaviours of the cost model,
-  each keyed on the configuration, took them to +6..+20 %: (1) no sequence parallelism under
-  TP (the norms, residual adds of every block run whole on each TP rank: OPT +21 -> +10 %,
-  MT-NLG +34 -> +26 %, NeoX +27 -> +23 %, BLOOM +13 -> +10 %); (2) the gradient accumulation
-  pass of every micro-batch after the first (read the new gradient, read and write the sum:
-  12 bytes per fp32 parameter; MT-NLG, micro-batch 1: +26 -> +17 %); (3) the
-  DP reduction can only hide behind the last micro-batch's backward, and (4) not at all on
-  DeepSpeed's pipeline engine (both < 2 % here). Still not modelled: attention dropout (OPT
-  0.1), DeepSpeed's own stage partition, the host side of those stacks. MT-NLG at 2240, 2800
-  and 3360 GPUs (60.1, 50.2, 44.4 s per iteration) fit a fixed ~6 s per step on top of
-  (m + pp - 1) equal slots; the cost model has no such term (its DP reduction is ~0.5 s),
-  which is most of the +12..+17 % left.
+- The 2021-22 A100 rows were 13-34 % too fast. Four general behaviours of the cost model, each
+  keyed on the configuration, took them to +6..+20 % (then +9..+21 % with the fifth, below):
+  (1) no sequence parallelism under TP (the norms, residual adds of every block run whole on
+  each TP rank: OPT +21 -> +10 %, MT-NLG +34 -> +26 %, NeoX +27 -> +23 %, BLOOM +13 -> +10 %);
+  (2) the gradient accumulation pass of every micro-batch after the first (read the new
+  gradient, read and write the sum: 12 bytes per fp32 parameter; MT-NLG, micro-batch 1: +26 ->
+  +17 %); (3) the DP reduction can only hide behind the last micro-batch's backward, and (4)
+  not at all on DeepSpeed's pipeline engine (both < 2 % here). (5) Full checkpointing now
+  recomputes the repeated blocks only, not the embedding, LM head and loss (as Megatron's and
+  FSDP's wrappers do; Megatron's FLOPs formula counts the head 3x, not 4x): +1..3 % faster on
+  every fully recomputed row, which is right and moved the errors the wrong way. Still not
+  modelled: attention dropout (OPT 0.1), DeepSpeed's own stage partition, the host side of
+  those stacks. MT-NLG at 2240, 2800 and 3360 GPUs (60.1, 50.2, 44.4 s per iteration) fit a
+  fixed ~6 s per step on top of (m + pp - 1) equal slots; the cost model has no such term (its
+  DP reduction is ~0.5 s), which is most of the +13..+19 % left.
 - KempnerForge (H200, 4 per node, TP4 x FSDP, full recompute, grad_accum 4): FSDP
   reduce-scatters its gradients in every accumulation step (also DeepSpeed ZeRO-3's
   behaviour); costing it once per step had the 70B rows +26 % too fast, per step they are
   -7..-8 %. This change was made after seeing those rows (the only one that was): the 13B rows
-  moved +6/+8/+11 -> +6/+5/+5 %. Their NICs are not stated: one 400 Gb/s NDR per GPU assumed.
+  moved +6/+8/+11 -> +6/+5/+5 % (+7/+6/+6 % after (5)). Their NICs are not stated: one
+  400 Gb/s NDR per GPU assumed.
 - Llama 3 rows: interleaved with v = 2 (assumed; the paper's count was not retrieved); the
   line per row above shows v = 1 / 2 / 4. The gradient accumulation pass made them 3-4 %
   slower (Megatron's --gradient-accumulation-fusion would remove it; not known for Meta's

@@ -216,8 +216,10 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     (each GEMM, attention and MLP op is 1/tp; the residual-stream ops, :attr:`OpArrays.
     residual`, only with sequence parallelism, else every TP rank runs them whole),
     micro-batches and gradient-accumulation steps (smaller calls, more of them), and pipeline
-    stages (1/pp of the calls). Optimizer work is split over tp x pp, and over dp with ZeRO >= 1. ``extra_bytes``
-    (the AMP weight casts) is appended as forward memory ops, one per forward GEMM call.
+    stages (1/pp of the calls). Optimizer work is split over tp x pp, and over dp with ZeRO >=
+    1. ``extra_bytes`` (the AMP weight casts) is appended as forward memory ops, one per
+    forward GEMM call, and the gradient accumulation pass (:func:`grad_accumulation`) as a
+    backward memory op.
     """
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps

@@ -453,7 +453,13 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      if curves else None)
     mult = np.ones(len(work.count))
     if parallel.checkpointing == "full":
-        mult = np.where(work.phase == "forward", 2.0, mult)        # the forward runs twice
+        # The blocks' forward runs twice (checkpoint wrappers go around the repeated blocks;
+        # the embedding, final norm, head and loss are not recomputed). Without blocks, all of
+        # it is.
+        in_block = np.concatenate([ops.stage == "block",
+                                   np.ones(len(work.count) - len(ops), bool)])
+        recomputed = in_block if (ops.stage == "block").any() else True
+        mult = np.where((work.phase == "forward") & recomputed, 2.0, mult)
     elif parallel.checkpointing == "selective":
         mult = np.where((work.phase == "forward") & work.attention_core, 2.0, mult)
     opt = work.phase == "optimizer"

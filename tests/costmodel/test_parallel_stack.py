@@ -155,3 +155,19 @@ def test_activations_without_sequence_parallel_by_hand():
     # 24 / 2 = 30 GB.
     assert acts(checkpointing="full") == pytest.approx(21e9)
     assert acts(checkpointing="full", sequence_parallel=False) == pytest.approx(30e9)
+
+
+def test_full_checkpointing_recomputes_the_blocks_only(spec, exact_model):
+    # Block forward 3 GB, head forward 6 GB: full recompute runs the block twice, the head once.
+    block = _in("layers.*", op("aten.add", "memory", "forward", bytes_read=2e9,
+                               bytes_written=1e9))
+    head = dataclasses.replace(op("aten.mul", "memory", "forward", bytes_read=4e9,
+                                  bytes_written=2e9), module="head")
+    prof = make_profile([block, head], mode="train")
+    kw = {"hardware": spec, "precision": "fp32", "num_devices": 1, "model": exact_model}
+    full = predict(prof, parallel=ParallelConfig(checkpointing="full"), **kw)
+    assert full.memory_s == pytest.approx((2 * 3e9 + 6e9) / BW)
+    # A model without repeated blocks: checkpointing recomputes all of its forward.
+    flat = make_profile([head], mode="train")
+    assert predict(flat, parallel=ParallelConfig(checkpointing="full"), **kw).memory_s == \
+        pytest.approx(2 * 6e9 / BW)
