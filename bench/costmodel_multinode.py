@@ -84,6 +84,15 @@ KEMPNER_CFG = {
                 num_kv_heads=8, intermediate_size=28672, style="llama"),
 }
 
+#: Llama 2 shapes (the 34B was described in the Llama 2 paper, never released: 48 layers,
+#: GQA with 8 key/value heads as the 70B).
+FMS_CFG = {
+    "34b": dict(vocab_size=32000, hidden_size=8192, num_layers=48, num_heads=64,
+                num_kv_heads=8, intermediate_size=22016, style="llama"),
+    "70b": dict(vocab_size=32000, hidden_size=8192, num_layers=80, num_heads=64,
+                num_kv_heads=8, intermediate_size=28672, style="llama"),
+}
+
 ROWS = [
     Row("GPT-NeoX-20B", dict(vocab_size=50432, hidden_size=6144, num_layers=44, num_heads=64,
                              intermediate_size=24576, style="gpt2"),
@@ -186,6 +195,16 @@ ROWS = [
           notes=["micro-batch 1 assumed", "ZeRO-1 data parallel assumed", PRE_FLASH,
                  DEEPSPEED_PIPE], attention="explicit")
       for gpus, seconds, tflops in ((2240, 60.1, 126.0), (2800, 50.2, 121.0))],
+    *[Row(f"fms-fsdp Llama 2 {size}, 128 GPUs", FMS_CFG[size], "NVIDIA A100 80GB SXM", "bf16",
+          4096, 128 * batch, dict(dp_degree=128, zero_stage=3, checkpointing="full"),
+          tokens_s, "tokens/s/GPU", "tokens",
+          f"IBM foundation-model-stack/fms-fsdp README (PyTorch FSDP, SDPA flash attention): "
+          f"Llama 2 {size} on 128 A100, FSDP sharding, activation checkpointing True, batch "
+          f"{batch} per GPU, {tokens_s} token/gpu/sec",
+          notes=["A100 80GB SXM and the catalog's default network (8 x 200 Gb/s HDR per node) "
+                 "assumed: the README names neither", "sequence length 4096 (Llama 2's; "
+                 "the README's 4k context)", "checkpointing of every block assumed"])
+      for size, batch, tokens_s in (("34b", 8, 772), ("70b", 6, 380))],
     *[Row(f"KempnerForge {size}, {gpus} GPUs", KEMPNER_CFG[size], "NVIDIA H200 SXM", "bf16",
           4096, gpus // 4 * micro * 4,
           dict(dp_degree=gpus // 4, tp_degree=4, zero_stage=3, checkpointing="full",
