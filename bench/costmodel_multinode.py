@@ -292,6 +292,7 @@ def main() -> int:
     from aiadvisor.schema import ParallelConfig
 
     ours, rule, old, roof, inside_flags, sizes, interleave = [], [], [], [], [], [], []
+    bands = []
     from aiadvisor.estimate import bubble_fraction
 
     print(f"{'row':26s} {'GPUs':>6s} {'unit':>13s} {'published':>9s} {'ours':>7s} "
@@ -332,6 +333,7 @@ def main() -> int:
         if parallel.virtual_stages > 1:
             interleave.append((row, prof, spec, parallel, reported))
         inside_flags.append(lo <= row.published <= hi)
+        bands.append(_raw_band(pred, values[0] / row.published, parallel.num_devices))
         sizes.append(parallel.num_devices)
         for store, value in zip((ours, rule, old, roof), values):
             store.append(value / row.published - 1)
@@ -366,6 +368,7 @@ def main() -> int:
               + f"  | inside P10-P90 {sum(inside_flags[i] for i in pick)}/{len(pick)}"
               + f"  ({len(pick)} rows)")
     print(f"published inside the P10-P90 interval: {sum(inside_flags)}/{len(ROWS)}")
+    loo = _spread_report(bands)
     for row, prof, spec, parallel, reported in interleave:
         cells = []
         for v in (1, 2, 4):
@@ -380,8 +383,56 @@ def main() -> int:
     print("signed error per row (ours): " + ", ".join(
         f"{row.name} {e:+.0%}" for row, e in zip(ROWS, ours)))
     print(EXPLANATION)
-    _write_summary(ours, rule, old, roof, inside_flags, buckets)
+    _write_summary(ours, rule, old, roof, inside_flags, buckets, loo)
     return 0
+
+
+def _raw_band(pred, ratio, num_devices):
+    """(log of measured / predicted step, log-widths below and above the step) of a row's
+    band before the multi-node spread (undone: the spread adds in quadrature)."""
+    import math
+
+    from aiadvisor.costmodel.predict import MULTINODE_SPREAD
+
+    s = MULTINODE_SPREAD if pred.network and "nodes of" in pred.network else 0.0
+    down = math.log(pred.step_time_s / pred.low_s)
+    up = math.log(pred.high_s / pred.step_time_s)
+    raw = [math.sqrt(max(w * w - s * s, 0.0)) for w in (down, up)]
+    # Reported figures are per second: measured step / predicted step = ours / published.
+    return math.log(ratio), raw[0], raw[1]
+
+
+SPREAD_GRID = [round(0.01 * k, 2) for k in range(0, 61)]
+
+
+def _inside(band, s) -> bool:
+    import math
+
+    r, down, up = band
+    return -math.hypot(down, s) <= r <= math.hypot(up, s)
+
+
+def _choose_spread(bands) -> float:
+    """Smallest spread on the grid with >= 80 % of ``bands`` inside (the grid's end if none)."""
+    for s in SPREAD_GRID:
+        if sum(_inside(b, s) for b in bands) >= 0.8 * len(bands):
+            return s
+    return SPREAD_GRID[-1]
+
+
+def _spread_report(bands) -> tuple[float, int, int]:
+    """Print the spread the rows support and its leave-one-row-out coverage; return (spread
+    chosen on all rows, held-out rows inside, rows)."""
+    from aiadvisor.costmodel.predict import MULTINODE_SPREAD
+
+    chosen = _choose_spread(bands)
+    held = [_inside(b, _choose_spread(bands[:i] + bands[i + 1:])) for i, b in enumerate(bands)]
+    raw = sum(_inside(b, 0.0) for b in bands)
+    print(f"multi-node spread: without it {raw}/{len(bands)} inside; chosen on all rows "
+          f"{chosen:.2f} (shipped MULTINODE_SPREAD = {MULTINODE_SPREAD:.2f}); leave-one-row-out "
+          f"(chosen on the other rows, each row judged with it): {sum(held)}/{len(bands)} "
+          "inside")
+    return chosen, sum(held), len(bands)
 
 
 #: Scale buckets of the summary (devices per run); the issue's regimes are 16-64 and 128-6144.
@@ -393,7 +444,7 @@ def _mape(errors) -> float:
     return sum(abs(e) for e in errors) / len(errors)
 
 
-def _write_summary(ours, rule, old, roof, inside_flags, buckets) -> None:
+def _write_summary(ours, rule, old, roof, inside_flags, buckets, loo) -> None:
     import statistics
 
     from _results import summary_row, write_summary
@@ -419,6 +470,11 @@ def _write_summary(ours, rule, old, roof, inside_flags, buckets) -> None:
                         value=sum(inside_flags[i] for i in pick) / n, unit="%", n=n,
                         anchor="80 % (the issue's goal)"),
         ]
+    _, held, n = loo
+    rows.append(summary_row(
+        regime="LLM pre-training on 32-16384 devices (published rows)",
+        metric="share inside P10-P90, leave-one-row-out (multi-node spread chosen without it)",
+        value=held / n, unit="%", n=n, anchor="80 % (the issue's goal)"))
     write_summary("costmodel_multinode", rows, command="python bench/costmodel_multinode.py")
 
 
@@ -456,8 +512,13 @@ utilisation):
   all 512 data-parallel ranks, its partial rematerialisation as full.
 - Conventions: hfu rows count the recomputed forward as Megatron-DeepSpeed / GPT-NeoX log it
   (factor 4); model rows (PaLM, Llama 3) do not; KempnerForge rows compare tokens/s.
-Nothing here was fitted to these rows (no constant tuned); leave-one-row-out is therefore
-the same table.
+- Intervals: the P10-P90 band of a step that spans nodes gets MULTINODE_SPREAD (0.04 in log
+  units, in quadrature) for what the stacks add beyond the model; it is the one figure chosen
+  on these rows (the smallest that puts 80 % inside: 14/18 -> 15/18). Chosen the same way
+  without each row in turn, 14 of the 18 held-out rows fall inside (78 %): the coverage goal
+  is met in-sample only, by one row.
+Nothing else here was fitted to these rows (no efficiency or overlap constant tuned), so
+the throughput errors are the same left-one-row-out.
 """
 
 

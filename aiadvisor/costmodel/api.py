@@ -27,7 +27,7 @@ from .precision import (
     gemm_peak_tflops,
     uses_matrix_engine,
 )
-from .predict import StepParts, step_parts
+from .predict import StepParts, stack_band, step_parts
 
 #: MFU band of large dense transformers trained on datacenter GPUs (cost_model.md section 3.3:
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
@@ -344,10 +344,13 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     note = _attention_note(prof, backend)
     if note:
         all_notes.append(note)
+    low_s, high_s = stack_band(step_s, float(min(total[0], step_s)),
+                               float(max(total[2], step_s)),
+                               spans_nodes=parallel.num_devices > network.node_size)
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
-        low_s=float(min(total[0], step_s)), high_s=float(max(total[2], step_s)),
+        low_s=low_s, high_s=high_s,
         bound=max(breakdown, key=breakdown.get), confidence=confidence,
         compute_s=breakdown["compute"], memory_s=breakdown["memory"],
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
@@ -536,13 +539,17 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
     confidence = np.where(other | (precision not in MEASURED_PRECISIONS), "low",
                           np.where(w < 0.5, "medium", best))
     n = len(specs)
+    spans = np.array([parallel.num_devices > net.node_size for net in networks])
+    low, high = np.minimum(total[0], step), np.maximum(total[2], step)
+    wide_low, wide_high = stack_band(step, low, high, spans_nodes=True)
+    low, high = np.where(spans, wide_low, low), np.where(spans, wide_high, high)
     return {
         "hardware": np.array([s.name for s in specs], dtype=object),
         "vendor": np.array([s.vendor for s in specs], dtype=object),
         "kind": np.array([s.kind for s in specs], dtype=object),
         "precision": np.full(n, precision, dtype=object),
         "num_devices": np.full(n, parallel.num_devices), "step_time_s": step,
-        "low_s": np.minimum(total[0], step), "high_s": np.maximum(total[2], step),
+        "low_s": low, "high_s": high,
         "throughput": prof.batch_size / step, "bound": bound.astype(object),
         "confidence": confidence.astype(object),
         "compute_s": parts.compute_s[1], "memory_s": parts.memory_s[1],

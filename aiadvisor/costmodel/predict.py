@@ -36,6 +36,31 @@ UNMEASURED_PRECISION_SPREAD = 0.25
 #: Communication time interval: the alpha-beta fit is within this band of Vidur's NCCL times
 #: for messages over 1 MB (bench/costmodel_collectives.py).
 COMM_LOW, COMM_HIGH = 0.8, 1.5
+#: Spread (log units) added in quadrature to the P10/P90 band of a step that spans nodes: what
+#: the layout, network and op efficiencies leave out (a training stack's own host, sync and
+#: scheduling costs, configurations their sources state loosely). The smallest value on a
+#: 0.01 grid that puts >= 80 % of bench/costmodel_multinode.py's published rows inside their
+#: band (that bench prints the leave-one-row-out coverage of choosing it that way).
+MULTINODE_SPREAD = 0.04
+
+
+def stack_band(step_s, low_s, high_s, *, spans_nodes: bool):
+    """(low, high) widened by :data:`MULTINODE_SPREAD` in quadrature when ``spans_nodes``:
+    ``low' = step exp(-sqrt(ln(step / low)^2 + s^2))``, likewise ``high'``.
+
+    >>> lo, hi = stack_band(1.0, 0.9, 1.2, spans_nodes=False)
+    >>> (lo, hi)
+    (0.9, 1.2)
+    """
+    if not spans_nodes or MULTINODE_SPREAD <= 0:
+        return low_s, high_s
+    step = np.asarray(step_s, float)
+    down = np.hypot(np.log(step / np.asarray(low_s, float)), MULTINODE_SPREAD)
+    up = np.hypot(np.log(np.asarray(high_s, float) / step), MULTINODE_SPREAD)
+    low, high = step * np.exp(-down), step * np.exp(up)
+    return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
+
+
 #: Overlap of gradient all-reduce with backward (DDP buckets) and of FSDP all-gathers with
 #: compute (prefetch): up to 80 % hidden, never the last bucket.
 OVERLAP = 0.8

@@ -171,3 +171,30 @@ def test_full_checkpointing_recomputes_the_blocks_only(spec, exact_model):
     flat = make_profile([head], mode="train")
     assert predict(flat, parallel=ParallelConfig(checkpointing="full"), **kw).memory_s == \
         pytest.approx(2 * 6e9 / BW)
+
+
+def test_multinode_band_widens_in_quadrature(monkeypatch, spec, exact_model):
+    import importlib
+
+    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+
+    monkeypatch.setattr(predict_module, "MULTINODE_SPREAD", 0.1)
+    # ln(1 / 0.9) = 0.10536 -> hypot with 0.1 = 0.14526; ln 1.2 = 0.18232 -> 0.20795.
+    low, high = predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=True)
+    assert low == pytest.approx(0.86480, abs=1e-5)
+    assert high == pytest.approx(1.23114, abs=1e-5)
+    assert predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=False) == (0.9, 1.2)
+    # Through predict, with no op spread (exact model) the raw band is the communication's
+    # (x0.8 .. x1.5); 16 devices span 2 nodes of 8 and get the spread on top, 8 do not.
+    import math
+
+    prof = _grad_profile()
+    kw = {"hardware": spec, "precision": "fp32", "model": exact_model}
+    for n, spans in ((8, False), (16, True)):
+        pred = predict(prof, num_devices=n, **kw)
+        step, comm = pred.step_time_s, pred.communication_s
+        down, up = math.log(step / (step - 0.2 * comm)), math.log((step + 0.5 * comm) / step)
+        if spans:
+            down, up = math.hypot(down, 0.1), math.hypot(up, 0.1)
+        assert pred.low_s == pytest.approx(step * math.exp(-down), rel=1e-9)
+        assert pred.high_s == pytest.approx(step * math.exp(up), rel=1e-9)
