@@ -198,3 +198,22 @@ def test_multinode_band_widens_in_quadrature(monkeypatch, spec, exact_model):
             down, up = math.hypot(down, 0.1), math.hypot(up, 0.1)
         assert pred.low_s == pytest.approx(step * math.exp(-down), rel=1e-9)
         assert pred.high_s == pytest.approx(step * math.exp(up), rel=1e-9)
+
+
+def test_full_recompute_repeats_the_tensor_parallel_all_reduces(spec, exact_model):
+    # 4 blocks, each output 8 MB in fp32 -> 4 MB in bf16, tp = 2, training: 2 all-reduces per
+    # block forward and 2 backward = 16, each alpha + 2 * 1/2 * 4e6 / (450e9 * eff); full
+    # checkpointing reruns the forward and its 8: 24.
+    c = load_model().collectives
+    one = c.alpha_s["all_reduce"] + 1.0 * 4e6 / (450e9 * c.intra_node_efficiency)
+    prof = make_profile([op("aten.add", "memory", "forward", bytes_read=2e9, bytes_written=1e9)],
+                        mode="train", num_blocks=4, block_output_bytes=8_000_000)
+    kw = {"hardware": spec, "precision": "bf16", "num_devices": 2, "model": exact_model}
+    plain = predict(prof, parallel=ParallelConfig(tp_degree=2), **kw)
+    full = predict(prof, parallel=ParallelConfig(tp_degree=2, checkpointing="full"), **kw)
+    selective = predict(prof, parallel=ParallelConfig(tp_degree=2, checkpointing="selective"),
+                        **kw)
+    assert plain.communication_s == pytest.approx(16 * one, rel=1e-6)
+    assert full.communication_s == pytest.approx(24 * one, rel=1e-6)
+    # Selective recompute reruns the attention core only, inside the TP region: no more.
+    assert selective.communication_s == pytest.approx(16 * one, rel=1e-6)
