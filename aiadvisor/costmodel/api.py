@@ -333,6 +333,9 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     mfu_note = _mfu_note(prof, spec, precision, mfu)
     if mfu_note:
         all_notes.append(mfu_note)
+    stack = _stack_note(prof, parallel)
+    if stack:
+        all_notes.append(stack)
     described = network.describe(parallel.num_devices) if parallel.num_devices > 1 else None
     if described:
         all_notes.append(described)
@@ -359,6 +362,29 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         graphs_step_s=None if np.isnan(graphs) else graphs,
         stack="eager PyTorch (as you run it)", attention_backend=backend,
     )
+
+
+def _stack_note(prof: ModelProfile, parallel: ParallelConfig) -> str | None:
+    """What the prediction assumes of the training stack's parallel runtime (None when no
+    choice applies)."""
+    if prof.mode != "train":
+        return None
+    parts = []
+    if parallel.tp_degree > 1:
+        parts.append("tensor parallel with sequence parallelism (norms and residual adds split "
+                     "over the TP ranks)" if parallel.sequence_parallel else
+                     "tensor parallel without sequence parallelism (every TP rank runs the "
+                     "norms and residual adds on the whole sequence)")
+    if parallel.dp_degree > 1 and parallel.zero_stage < 3:
+        parts.append("gradient reduction overlapped with the last micro-batch's backward"
+                     if parallel.overlap_grad_reduce else
+                     "gradient reduction after the backward (not overlapped)")
+    if parallel.num_microbatches * parallel.grad_accum_steps > 1:
+        parts.append("one gradient accumulation pass per micro-batch after the first")
+    if not parts:
+        return None
+    return ("Stack assumed: " + "; ".join(parts) + " (ParallelConfig sequence_parallel / "
+            "overlap_grad_reduce).")
 
 
 def _attention_note(prof: ModelProfile, backend: str) -> str | None:

@@ -217,3 +217,21 @@ def test_full_recompute_repeats_the_tensor_parallel_all_reduces(spec, exact_mode
     assert full.communication_s == pytest.approx(24 * one, rel=1e-6)
     # Selective recompute reruns the attention core only, inside the TP region: no more.
     assert selective.communication_s == pytest.approx(16 * one, rel=1e-6)
+
+
+def test_prediction_says_which_stack_it_assumed(spec, exact_model):
+    prof = _grad_profile()
+    kw = {"hardware": spec, "precision": "fp32", "model": exact_model}
+
+    def stack(parallel):
+        pred = predict(prof, num_devices=parallel.num_devices, parallel=parallel, **kw)
+        return [n for n in pred.notes if n.startswith("Stack assumed")]
+
+    notes = stack(ParallelConfig(dp_degree=2, tp_degree=2, sequence_parallel=False,
+                                 overlap_grad_reduce=False, grad_accum_steps=2))
+    assert len(notes) == 1
+    assert "without sequence parallelism" in notes[0]
+    assert "after the backward (not overlapped)" in notes[0]
+    assert "accumulation pass" in notes[0]
+    assert "with sequence parallelism" in stack(ParallelConfig(tp_degree=2))[0]
+    assert stack(ParallelConfig()) == []
