@@ -486,8 +486,24 @@ class ParallelConfig:
     Narayanan et al. 2021, sec. 2.2.2). ``v`` chunks of ``L / (pp * v)`` layers each shrink the
     bubble to ``(pp-1)/(v*m)`` of the ideal step and multiply the stage-to-stage sends by ``v``;
     ``num_microbatches`` must then be a multiple of ``pp_degree`` (Megatron's rule)."""
+    sequence_parallel: bool = True
+    """With tensor parallel: the ops on the residual stream between the attention and MLP
+    sub-layers (normalisations, residual adds, hidden dropout) split over the ``tp`` ranks along
+    the sequence (Megatron-LM's sequence parallelism, Korthikanti et al. 2022; PyTorch's
+    ``SequenceParallel`` style). ``False``: every TP rank runs them on the whole sequence, as
+    Megatron did before 2022 and plain column/row-parallel layers do. No effect without TP."""
+    overlap_grad_reduce: bool = True
+    """Data-parallel gradient reduction overlapped with the last micro-batch's backward (DDP's
+    buckets; Megatron's ``--overlap-grad-reduce``). ``False``: reduced after the backward ends
+    (DeepSpeed's pipeline engine, Megatron before 2023)."""
 
     def __post_init__(self) -> None:
+        for name in ("sequence_parallel", "overlap_grad_reduce"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise InvalidArgumentError(
+                    f"ParallelConfig.{name}={value!r} is not valid: expected True or False."
+                )
         for name in ("dp_degree", "tp_degree", "pp_degree", "grad_accum_steps",
                      "num_microbatches", "ep_degree", "virtual_stages"):
             value = getattr(self, name)
@@ -554,6 +570,8 @@ class ParallelConfig:
             parts.append("ckpt" if self.checkpointing == "full" else "sel-ckpt")
         if self.grad_accum_steps > 1:
             parts.append(f"accum{self.grad_accum_steps}")
+        if self.tp_degree > 1 and not self.sequence_parallel:
+            parts.append("no-sp")
         return "+".join(parts)
 
 

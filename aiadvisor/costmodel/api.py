@@ -27,7 +27,7 @@ from .precision import (
     gemm_peak_tflops,
     uses_matrix_engine,
 )
-from .predict import StepParts, step_parts
+from .predict import StepParts, stack_band, step_parts
 
 #: MFU band of large dense transformers trained on datacenter GPUs (cost_model.md section 3.3:
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
@@ -333,6 +333,9 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     mfu_note = _mfu_note(prof, spec, precision, mfu)
     if mfu_note:
         all_notes.append(mfu_note)
+    stack = _stack_note(prof, parallel)
+    if stack:
+        all_notes.append(stack)
     described = network.describe(parallel.num_devices) if parallel.num_devices > 1 else None
     if described:
         all_notes.append(described)
@@ -344,10 +347,13 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     note = _attention_note(prof, backend)
     if note:
         all_notes.append(note)
+    low_s, high_s = stack_band(step_s, float(min(total[0], step_s)),
+                               float(max(total[2], step_s)),
+                               spans_nodes=parallel.num_devices > network.node_size)
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
-        low_s=float(min(total[0], step_s)), high_s=float(max(total[2], step_s)),
+        low_s=low_s, high_s=high_s,
         bound=max(breakdown, key=breakdown.get), confidence=confidence,
         compute_s=breakdown["compute"], memory_s=breakdown["memory"],
         communication_s=breakdown["communication"], overhead_s=breakdown["overhead"],
@@ -356,6 +362,29 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         graphs_step_s=None if np.isnan(graphs) else graphs,
         stack="eager PyTorch (as you run it)", attention_backend=backend,
     )
+
+
+def _stack_note(prof: ModelProfile, parallel: ParallelConfig) -> str | None:
+    """What the prediction assumes of the training stack's parallel runtime (None when no
+    choice applies)."""
+    if prof.mode != "train":
+        return None
+    parts = []
+    if parallel.tp_degree > 1:
+        parts.append("tensor parallel with sequence parallelism (norms and residual adds split "
+                     "over the TP ranks)" if parallel.sequence_parallel else
+                     "tensor parallel without sequence parallelism (every TP rank runs the "
+                     "norms and residual adds on the whole sequence)")
+    if parallel.dp_degree > 1 and parallel.zero_stage < 3:
+        parts.append("gradient reduction overlapped with the last micro-batch's backward"
+                     if parallel.overlap_grad_reduce else
+                     "gradient reduction after the backward (not overlapped)")
+    if parallel.num_microbatches * parallel.grad_accum_steps > 1:
+        parts.append("one gradient accumulation pass per micro-batch after the first")
+    if not parts:
+        return None
+    return ("Stack assumed: " + "; ".join(parts) + " (ParallelConfig sequence_parallel / "
+            "overlap_grad_reduce).")
 
 
 def _attention_note(prof: ModelProfile, backend: str) -> str | None:
@@ -536,13 +565,17 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
     confidence = np.where(other | (precision not in MEASURED_PRECISIONS), "low",
                           np.where(w < 0.5, "medium", best))
     n = len(specs)
+    spans = np.array([parallel.num_devices > net.node_size for net in networks])
+    low, high = np.minimum(total[0], step), np.maximum(total[2], step)
+    wide_low, wide_high = stack_band(step, low, high, spans_nodes=True)
+    low, high = np.where(spans, wide_low, low), np.where(spans, wide_high, high)
     return {
         "hardware": np.array([s.name for s in specs], dtype=object),
         "vendor": np.array([s.vendor for s in specs], dtype=object),
         "kind": np.array([s.kind for s in specs], dtype=object),
         "precision": np.full(n, precision, dtype=object),
         "num_devices": np.full(n, parallel.num_devices), "step_time_s": step,
-        "low_s": np.minimum(total[0], step), "high_s": np.maximum(total[2], step),
+        "low_s": low, "high_s": high,
         "throughput": prof.batch_size / step, "bound": bound.astype(object),
         "confidence": confidence.astype(object),
         "compute_s": parts.compute_s[1], "memory_s": parts.memory_s[1],

@@ -45,6 +45,10 @@ class OpArrays:
     """Where a pipeline puts the op, Megatron-LM's partition: ``"block"`` (inside the repeated
     blocks, spread equally over the stages), ``"first"`` (embedding modules: the first stage)
     or ``"last"`` (everything else outside the blocks: final norm, LM head, loss)."""
+    residual: np.ndarray
+    """Memory-bound ops on the residual stream of a repeated block: the block's own ops
+    (residual adds, hidden dropout) and its normalisation modules'. Tensor parallel splits them
+    over its ranks only with sequence parallelism (:attr:`ParallelConfig.sequence_parallel`)."""
 
     def __len__(self) -> int:
         return len(self.name)
@@ -71,6 +75,8 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
     """Extract the op records of ``prof`` (records with no calls are dropped)."""
     ops = [op for op in prof.ops if op.count > 0]
     embeddings = frozenset(m.name for m in prof.modules if m.type == "Embedding")
+    norms = frozenset(m.name for m in prof.modules
+                      if any(k in m.type.lower() for k in NORM_MODULE_MARKERS))
     name = np.array([op.op for op in ops], dtype=object)
     op_class = np.array([op.op_class for op in ops], dtype=object)
     return OpArrays(
@@ -90,7 +96,23 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
         attention_core=np.array([op.op_class == "attention" or op.op in ATTENTION_CORE_OPS
                                  for op in ops], bool),
         stage=np.array([_stage_of(op, embeddings) for op in ops], dtype=object),
+        residual=np.array([_on_residual_stream(op, norms) for op in ops], bool),
     )
+
+
+#: Module types whose ops are normalisations of the residual stream.
+NORM_MODULE_MARKERS = ("norm",)
+
+
+def _on_residual_stream(op, norms: frozenset[str]) -> bool:
+    """True for a memory-bound op of a repeated block that runs on the block's residual
+    stream: an op of the block module itself (``layers.*``: residual adds, dropout) or of one
+    of its normalisation modules (``layers.*.norm1``)."""
+    if op.op_class in GEMM_LIKE or op.op_class in ("embedding", "optimizer"):
+        return False
+    if not ("*" in op.module or op.repeat > 1):
+        return False
+    return op.module.endswith("*") or op.module in norms
 
 
 def _stage_of(op, embeddings: frozenset[str]) -> str:
@@ -191,31 +213,68 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     """Split the step's ops over ``parallel``'s devices (one device's share).
 
     Forward and backward work is split over data parallel ranks (batch), tensor parallel ranks
-    (each GEMM and, with sequence parallelism, each elementwise op is 1/tp), micro-batches and
-    gradient-accumulation steps (smaller calls, more of them), and pipeline stages (1/pp of the
-    calls). Optimizer work is split over tp x pp, and over dp with ZeRO >= 1. ``extra_bytes``
-    (the AMP weight casts) is appended as forward memory ops, one per forward GEMM call.
+    (each GEMM, attention and MLP op is 1/tp; the residual-stream ops, :attr:`OpArrays.
+    residual`, only with sequence parallelism, else every TP rank runs them whole),
+    micro-batches and gradient-accumulation steps (smaller calls, more of them), and pipeline
+    stages (1/pp of the calls). Optimizer work is split over tp x pp, and over dp with ZeRO >=
+    1. ``extra_bytes`` (the AMP weight casts) is appended as forward memory ops, one per
+    forward GEMM call, and the gradient accumulation pass (:func:`grad_accumulation`) as a
+    backward memory op.
     """
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps
     opt = ops.phase == "optimizer"
     count = np.where(opt, ops.count, ops.count * micro / pp)
-    size_split = np.where(opt, tp * pp * (dp if parallel.zero_stage >= 1 else 1), dp * tp * micro)
+    tp_split = np.where(ops.residual & (not parallel.sequence_parallel), 1, tp)
+    size_split = np.where(opt, tp * pp * (dp if parallel.zero_stage >= 1 else 1),
+                          dp * tp_split * micro)
     safe_count = np.maximum(ops.count, 1e-30)
     flops_pc = ops.flops / safe_count / size_split
     bytes_pc = ops.bytes_total * factors / safe_count / size_split
     divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
     name, op_class, phase, attn, norm = (ops.name, ops.op_class, ops.phase, ops.attention_core,
                                          ops.norm)
+    appended = []
     if extra_bytes > 0:
         calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()), 1.0)
+        appended.append(("amp.cast", extra_bytes / calls / (dp * tp * micro), calls * micro / pp,
+                         "forward"))
+    accum_bytes, accum_calls = grad_accumulation(prof, ops, parallel)
+    if accum_calls > 0:
+        appended.append(("grad.accumulate", accum_bytes / accum_calls, accum_calls, "backward"))
+    for op_name, per_call, calls, op_phase in appended:
         flops_pc = np.append(flops_pc, 0.0)
-        bytes_pc = np.append(bytes_pc, extra_bytes / calls / (dp * tp * micro))
-        count = np.append(count, calls * micro / pp)
+        bytes_pc = np.append(bytes_pc, per_call)
+        count = np.append(count, calls)
         divisor = np.append(divisor, 1.0)
-        name = np.append(name, "amp.cast")
+        name = np.append(name, op_name)
         op_class = np.append(op_class, "memory")
-        phase = np.append(phase, "forward")
+        phase = np.append(phase, op_phase)
         attn = np.append(attn, False)
         norm = np.append(norm, False)
     return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm)
+
+
+def grad_accumulation(prof: ModelProfile, ops: OpArrays,
+                      parallel: ParallelConfig) -> tuple[float, float]:
+    """(bytes, kernel calls) per device per step of accumulating gradients over micro-batches.
+
+    A traced backward's first pass hands each parameter its gradient without a kernel; every
+    further micro-batch (``num_microbatches x grad_accum_steps`` in all) adds its gradient
+    into ``.grad`` in place: read the new gradient, read and write the sum, 3 x the gradient's
+    element size per parameter (PyTorch's AccumulateGrad; Megatron-style fp32 ``main_grad``
+    buffers do the same pass). One call per parameter tensor (the optimizer record's count;
+    without one, one per block). A device holds ``1/(tp pp)`` of
+    the parameters (``1/dp`` of that with ZeRO-2/3, which accumulate the reduced shard).
+    E.g. 1e9 fp32 parameters on one device and 4 micro-batches: 3 adds of 12 GB each.
+    """
+    micro = parallel.num_microbatches * parallel.grad_accum_steps
+    if prof.mode != "train" or micro <= 1 or prof.num_trainable_params <= 0:
+        return 0.0, 0.0
+    shard = parallel.tp_degree * parallel.pp_degree * (
+        parallel.dp_degree if parallel.zero_stage >= 2 else 1)
+    elem = DTYPE_BYTES.get(prof.param_dtype, 4.0)
+    opt = ops.phase == "optimizer"
+    tensors = float(ops.count[opt].max()) if opt.any() else float(prof.num_blocks or 1)
+    calls = (micro - 1) * max(tensors / parallel.pp_degree, 1.0)
+    return (micro - 1) * prof.num_trainable_params / shard * 3 * elem, calls

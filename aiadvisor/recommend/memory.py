@@ -38,6 +38,10 @@ HEADROOM_FRACTION = 0.10
 DEVICES_PER_NODE = 8
 
 _MIXED = ("bf16", "fp16", "fp8")
+
+#: Share of a layer's sequence-linear activations that tensor parallel without sequence
+#: parallelism keeps whole on every rank: 10 of 34 (Korthikanti et al. 2022, sec. 4.1).
+NO_SP_WHOLE_SHARE = 10 / 34
 _FULL = ("fp32", "tf32")
 _WEIGHT_ONLY = ("int8", "int4", "nf4")
 
@@ -330,7 +334,11 @@ def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
     ``2 (pp - 1) + (v - 1) pp`` chunks of ``L / (pp v)`` layers, plus the one running, so it
     holds ``((v + 1) pp - 1) / v`` stages' worth (at most all ``m v`` chunks), i.e. ``pp``
     times ``1 + (pp - 1) / (pp v)`` (Korthikanti et al. 2022, sec. 4.2.3).
-    Tensor parallel with sequence parallelism divides every activation by ``tp``.
+    Tensor parallel with sequence parallelism divides every activation by ``tp``; without it
+    (``config.sequence_parallel=False``) the residual path's share stays whole on every rank:
+    10 of the 34 ``s b h`` bytes per layer that are linear in the sequence (LayerNorm inputs,
+    dropout masks, residual outputs; Korthikanti et al. 2022, eq. 1 vs 2: ``s b h (10 + 24 / t
+    + 5 a s / h t)``) and, under full recomputation, each layer's kept input.
     """
     p = parts.at_batch(micro_batch) if micro_batch != parts.batch_size else parts
     tp, pp, v = config.tp_degree, config.pp_degree, config.virtual_stages
@@ -350,6 +358,13 @@ def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
         blocks = layers * in_flight * p.block_per_batch_bytes
     fixed = layers * p.block_fixed_bytes + p.other_fixed_bytes
     activations = (blocks + p.other_per_batch_bytes) / tp + fixed
+    if tp > 1 and not config.sequence_parallel and p.num_blocks:
+        linear = p.block_per_batch_bytes - p.block_quadratic_bytes
+        if config.checkpointing == "full":
+            whole = layers * in_flight * p.block_input_bytes + NO_SP_WHOLE_SHARE * linear
+        else:
+            whole = layers * in_flight * NO_SP_WHOLE_SHARE * linear
+        activations += whole * (1 - 1 / tp)
     return activations, p.inputs_bytes + p.temporaries_bytes / tp
 
 
