@@ -35,13 +35,14 @@ from .tactics import MIN_SPEEDUP, Context
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The order of the tactic steps after the precision and parallel-plan steps: kernels first
-#: (they change what later steps see), then memory, batch, model changes and deployment. CUDA
+#: The order of the tactic steps after the precision and parallel-plan steps: the parallel
+#: plan's own settings (FSDP resharding), kernels (they change what later steps see), then
+#: memory, batch, model changes and deployment. CUDA
 #: graphs lead the kernel steps (after the fused optimizer, whose launches a graph of forward and
 #: backward does not capture): while Python issues every kernel (a host-bound step at small
 #: batch), faster kernels gain nothing, so they are priced on the replayed step.
-RULE_ORDER = ("sdpa", "fused_optimizer", "cuda_graphs", "fp8", "channels_last", "torch_compile",
-              "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
+RULE_ORDER = ("fsdp_overlap", "sdpa", "fused_optimizer", "cuda_graphs", "fp8", "channels_last",
+              "torch_compile", "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
               "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
@@ -344,7 +345,13 @@ def _nf4(state: State, rec: Recommendation) -> State:
     return dataclasses.replace(state, precision="nf4", config=ParallelConfig())
 
 
+def _kept_gathered(state: State, rec: Recommendation) -> State:
+    config = dataclasses.replace(state.config, reshard_after_forward=False)
+    return dataclasses.replace(state, config=config)
+
+
 EFFECTS: dict[str, Callable[[State, Recommendation], State]] = {
+    "fsdp_overlap": _kept_gathered,
     "sdpa": _with(transforms.fused_attention, saves=True),
     "fp8": _precision("fp8"),
     "fused_optimizer": _with(transforms.fused_optimizer),

@@ -442,9 +442,50 @@ def fsdp(ctx: Context) -> Recommendation | None:
             f"Sharding over {c.dp_degree} devices needs {fmt_bytes(mine.total_bytes)}."),
         snippet_id="distributed",
         values={"strategy": strategy, "nproc": min(ctx.num_devices, 8),
-                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10},
+                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+                "reshard_after_forward": c.reshard_after_forward},
         gain=gain, memory_saving_bytes=ddp.total_bytes - mine.total_bytes,
         trigger={"ddp_bytes_per_device": ddp.total_bytes},
+    )
+
+
+@rule("fsdp_overlap")
+def fsdp_overlap(ctx: Context) -> Recommendation | None:
+    """FSDP without resharding after forward, where the exposed all-gathers cost >= 3 % and the
+    unsharded weights fit: priced by the cost model's overlap model (one gather per unit and
+    micro-batch instead of two, the same share hidden under compute)."""
+    c, capacity, base = ctx.config, ctx.usable_bytes, ctx.base
+    if not ctx.train or c.zero_stage != 3 or c.offload or not c.reshard_after_forward \
+            or base is None or capacity is None or base.communication_s <= 0:
+        return None
+    kept = _plan(ctx, reshard_after_forward=False)
+    before, after = ctx.memory(), ctx.memory(kept)
+    if after.total_bytes > capacity:
+        return None
+    new = ctx.predict(parallel=kept)
+    gain = _gain(ctx, new)
+    if gain is None or new is None or gain.point < MIN_SPEEDUP:
+        return None
+    share = base.communication_s / base.step_time_s
+    return _make(
+        ctx, tactic_id="fsdp_overlap",
+        title="FSDP: keep gathered weights from forward to backward (reshard_after_forward=False)",
+        category="parallelism",
+        rationale=(f"Exposed communication is {_pct(share)} of the step "
+                   f"({fmt_seconds(base.communication_s)} of {fmt_seconds(base.step_time_s)}): "
+                   f"FSDP gathers every block's weights twice a step, for forward and again for "
+                   f"backward, and not all of it hides under compute. Keeping them gathered "
+                   f"halves the all-gathers (exposed: {fmt_seconds(new.communication_s)}) and "
+                   f"needs {fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)} ({fmt_bytes(capacity)} usable). The code "
+                   "also prefetches one block ahead in both passes."),
+        snippet_id="distributed",
+        values={"strategy": "fsdp", "nproc": min(ctx.num_devices, 8),
+                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+                "reshard_after_forward": False},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"exposed_communication_share": share,
+                 "bytes_per_device_unsharded": after.total_bytes},
     )
 
 
@@ -541,7 +582,8 @@ def cpu_offload(ctx: Context) -> Recommendation | None:
     if c.zero_stage == 3:
         snippet_id, values = "distributed", {
             "strategy": "fsdp+offload", "nproc": min(ctx.num_devices, 8),
-            "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10}
+            "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+            "reshard_after_forward": True}
     else:  # ZeRO-Offload: stage 2 with the optimizer on the host (DeepSpeed)
         snippet_id, values = "deepspeed", {
             "stage": c.zero_stage, "offload": True, "nproc": min(ctx.num_devices, 8),
