@@ -326,6 +326,119 @@ if $v_dp > 1:
     fully_shard($model, mesh=mesh["dp"])
 '''
 
+EXPERT_PARALLEL = '''\
+# Assumes: $model (a mixture-of-experts model whose experts modules stack their weights on
+# dim 0 and are called as experts(tokens, top_k_index, top_k_weights): transformers 5's
+# Mixtral, Qwen-MoE, DeepSeek-V3, ...), $inputs, $optimizer and $loss_fn(output) -> scalar.
+# Save as train.py and launch one process per device:
+#     torchrun --nproc_per_node=$v_nproc train.py
+# Expert parallel over $v_ep devices: each keeps num_experts / $v_ep experts of every MoE
+# layer; tokens go to the device holding their expert and back (two all-to-alls per layer and
+# pass). The rest of the model is replicated; each expert is replicated over the $v_dp
+# devices holding the same experts ("dp" below). Gradients are averaged explicitly after
+# backward, so the split is easy to read; shard the dense part with FSDP for large models.
+import inspect
+import os
+
+import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
+from torch.distributed.device_mesh import init_device_mesh
+
+use_cuda = torch.cuda.is_available()
+local_rank = int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+if use_cuda:
+    torch.cuda.set_device(device)
+mesh = init_device_mesh(device.type, ($v_dp, $v_ep), mesh_dim_names=("dp", "ep"))
+ep_group, dp_group = mesh["ep"].get_group(), mesh["dp"].get_group()
+ep_rank, ep_size = mesh["ep"].get_local_rank(), $v_ep
+
+
+def _is_experts(module):
+    # The profiler's rule: an integer num_experts, every own weight stacked that many times.
+    num = getattr(module, "num_experts", None)
+    own = list(module.parameters(recurse=False))
+    return (isinstance(num, int) and num >= 2 and bool(own) and not hasattr(module, "top_k")
+            and all(p.dim() >= 2 and p.shape[0] == num for p in own))
+
+
+def _exchange(values, splits_out, splits_in):
+    # all-to-all of rows; differentiable (backward sends the gradients the other way)
+    out = values.new_empty((sum(splits_out), *values.shape[1:]))
+    return dist_fn.all_to_all_single(out, values.contiguous(), splits_out, splits_in,
+                                     group=ep_group)
+
+
+def _expert_parallel(experts):
+    """Keep this device's slice of the stacked experts; route tokens with all-to-alls."""
+    total = experts.num_experts
+    if total % ep_size:
+        raise ValueError(f"{total} experts cannot be split over {ep_size} devices")
+    local = total // ep_size
+    first = ep_rank * local
+    for name, param in list(experts.named_parameters(recurse=False)):
+        sliced = torch.nn.Parameter(param.detach()[first:first + local].clone())
+        sliced.aiadvisor_expert = True
+        setattr(experts, name, sliced)
+    experts.num_experts = local
+    forward = experts.forward
+
+    def ep_forward(hidden_states, top_k_index, top_k_weights):
+        top_k = top_k_index.shape[1]
+        flat = top_k_index.reshape(-1)
+        order = torch.argsort(torch.div(flat, local, rounding_mode="floor"), stable=True)
+        send = torch.bincount(torch.div(flat, local, rounding_mode="floor"),
+                              minlength=ep_size)
+        recv = torch.empty_like(send)
+        dist.all_to_all_single(recv, send, group=ep_group)  # how many rows come from whom
+        send, recv = send.tolist(), recv.tolist()
+        token_of = torch.div(order, top_k, rounding_mode="floor")
+        tokens = _exchange(hidden_states[token_of], recv, send)
+        weights = _exchange(top_k_weights.reshape(-1, 1)[order], recv, send)
+        index = flat.new_empty(sum(recv))
+        dist.all_to_all_single(index, flat[order].contiguous(), recv, send, group=ep_group)
+        # The model's own expert code on the rows sent here (one expert slot each), with the
+        # global expert ids turned into this device's slots.
+        out = forward(tokens, (index - first).unsqueeze(-1), weights.to(top_k_weights.dtype))
+        back = _exchange(out, send, recv)
+        combined = torch.zeros_like(hidden_states)
+        return combined.index_add(0, token_of, back.to(combined.dtype))
+
+    experts.forward = ep_forward
+
+
+for module in list($model.modules()):
+    if _is_experts(module):
+        _expert_parallel(module)
+$model = $model.to(device)
+''' + _REMAKE_OPTIMIZER + _TO_DEVICE + '''
+
+def _average_gradients():
+    world = dist.get_world_size()
+    for param in $model.parameters():
+        if param.grad is None:
+            continue
+        # Dense weights: summed over every device. Experts: over the devices holding the same
+        # experts; their gradients already hold all of the ep group's tokens (all-to-all).
+        group = dp_group if getattr(param, "aiadvisor_expert", False) else None
+        dist.all_reduce(param.grad, group=group)
+        param.grad.div_(world)
+
+
+$optimizer = _same_optimizer($optimizer, $model.parameters())
+$inputs = _to_device($inputs, device)  # each rank should read its own part of the data
+for step in range($v_num_steps):
+    loss = $loss_fn($call)
+    loss.backward()
+    _average_gradients()
+    $optimizer.step()
+    $optimizer.zero_grad(set_to_none=True)
+    if dist.get_rank() == 0:
+        print(f"step {step}: loss {loss.item():.4f}")
+dist.destroy_process_group()
+'''
+
 PIPELINE_PARALLEL = '''\
 # Assumes: $model (blocks in an nn.ModuleList), $inputs (one micro-batch) and
 # $loss_fn(output) -> scalar loss. Launch with  torchrun --nproc_per_node=$v_pp train.py
@@ -730,6 +843,7 @@ SNIPPETS: dict[str, Snippet] = {
     "deepspeed": Snippet(template=DEEPSPEED_ZERO, requires=("deepspeed",), needs_cuda=True,
                          launcher="torchrun"),
     "tensor_parallel": Snippet(template=TENSOR_PARALLEL, launcher="torchrun"),
+    "expert_parallel": Snippet(template=EXPERT_PARALLEL, launcher="torchrun"),
     "pipeline_parallel": Snippet(template=PIPELINE_PARALLEL, needs_cuda=True, launcher="torchrun"),
     "optimizer_8bit": Snippet(template=OPTIMIZER_8BIT, requires=("bitsandbytes",),
                               needs_cuda=True),

@@ -26,6 +26,7 @@ EXAMPLE_VALUES = {
                   "bf16": True},
     "tensor_parallel": {"tp": 8, "dp": 4, "nproc": 32},
     "pipeline_parallel": {"pp": 4, "microbatches": 16},
+    "expert_parallel": {"ep": 8, "dp": 2, "nproc": 8, "num_steps": 10},
     "optimizer_8bit": {"class_name": "AdamW8bit"},
     "fused_optimizer": {},
     "foreach_optimizer": {},
