@@ -330,7 +330,8 @@ EXPERT_PARALLEL = '''\
 # Assumes: $model (a mixture-of-experts model whose experts modules stack their weights on
 # dim 0 and are called as experts(tokens, top_k_index, top_k_weights): transformers 5's
 # Mixtral, Qwen-MoE, DeepSeek-V3, ...), $inputs, $optimizer and $loss_fn(output) -> scalar.
-# Save as train.py and launch one process per device:
+# Save as train.py and launch one process per device ($v_dp x $v_ep in all; on more than one
+# node add --nnodes=N --rdzv-endpoint=HOST:PORT):
 #     torchrun --nproc_per_node=$v_nproc train.py
 # Expert parallel over $v_ep devices: each keeps num_experts / $v_ep experts of every MoE
 # layer; tokens go to the device holding their expert and back (two all-to-alls per layer and

@@ -27,10 +27,10 @@ from ..codegen import CodeNames
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import fmt_bytes
 from . import tactics, transforms
-from .memory import PartsSource, device_memory, usable_bytes
+from .memory import PartsSource, usable_bytes
 from .precision import support_level
 from .predictor import Predictor, layout, speedup
-from .tactics import MIN_SPEEDUP, Context
+from .tactics import MIN_SPEEDUP, Context, plan_memory
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +53,8 @@ EXCLUSIVE = (("fp8", "weight_only_int4", "dynamic_int8"), ("torch_compile", "onn
              ("larger_batch", "serving"))
 #: Components of a parallel plan, in the order they are added to plain data parallel.
 STRUCTURE_TACTICS = ("fsdp", "deepspeed_zero", "cpu_offload", "tensor_parallel",
-                     "pipeline_parallel", "activation_checkpointing", "grad_accumulation")
+                     "pipeline_parallel", "expert_parallel", "activation_checkpointing",
+                     "grad_accumulation")
 #: A memory step is kept when it saves at least this share of the per-device memory (or makes
 #: the step fit); a smaller saving with no speed gain is noise.
 MIN_MEMORY_SHARE = 0.05
@@ -169,8 +170,8 @@ class _Builder:
     def memory(self, state: State) -> float:
         parts = self.parts_for(state.precision)
         micro = layout(state.config, state.batch_size).micro_batch
-        mem = device_memory(self.base_prof, state.config, precision=state.precision,
-                            parts=parts, micro_batch=micro)
+        mem = plan_memory(self.base_prof, state.config, precision=state.precision,
+                          parts=parts, micro_batch=micro)
         return max(0.0, mem.total_bytes - state.saved_bytes)
 
     def fits(self, state: State) -> bool | None:
@@ -293,6 +294,9 @@ def _components(start: ParallelConfig, target: ParallelConfig):
                                      dp_degree=target.dp_degree,
                                      num_microbatches=target.num_microbatches)
         yield "pipeline_parallel", config
+    if target.ep_degree > 1:  # after tp/pp: the experts split the final data-parallel group
+        config = dataclasses.replace(config, ep_degree=target.ep_degree)
+        yield "expert_parallel", config
     if target.checkpointing != "none":
         config = dataclasses.replace(config, checkpointing=target.checkpointing)
         yield "activation_checkpointing", config

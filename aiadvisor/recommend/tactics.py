@@ -36,6 +36,20 @@ MIN_SPEEDUP = 1.03
 #: what pinned-memory copies reach (NVIDIA bandwidthTest sample on A100 PCIe hosts).
 PCIE_COPY_GBS = 25.0
 
+def plan_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
+                parts: ActivationParts, micro_batch: int | None = None):
+    """:func:`~.memory.device_memory`, or with ``ep_degree`` > 1 the experts split over the
+    expert-parallel group (:func:`~.expert_parallel.expert_parallel_memory`)."""
+    if config.ep_degree > 1:
+        from .expert_parallel import expert_parallel_memory
+
+        return expert_parallel_memory(prof, dataclasses.replace(config, ep_degree=1),
+                                      config.ep_degree, precision=precision, parts=parts,
+                                      micro_batch=micro_batch)
+    return device_memory(prof, config, precision=precision, parts=parts,
+                         micro_batch=micro_batch)
+
+
 Rule = Callable[["Context"], "Recommendation | None"]
 RULES: list[tuple[str, Rule]] = []
 
@@ -81,6 +95,10 @@ class Context:
         precision = precision or self.precision
         if not self.transforms:
             return self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        if parallel.ep_degree > 1:
+            base = dataclasses.replace(parallel, ep_degree=1)
+            return self._with_ep(self.predict(prof, precision=precision, parallel=base),
+                                 prof, precision, parallel)
         try:
             step = self.step_of(prof, parallel)
         except AIAdvisorError:
@@ -107,8 +125,25 @@ class Context:
 
     def predict_step(self, step_prof: ModelProfile) -> Prediction | None:
         """The cost model on a (transformed) whole-step profile under the chosen plan."""
+        if self.config.ep_degree > 1:
+            base = dataclasses.replace(self.config, ep_degree=1)
+            pred = self.predictor.outcome(step_prof, self.spec, precision=self.precision,
+                                          parallel=base).prediction
+            return self._with_ep(pred, self.prof, self.precision, self.config)
         return self.predictor.outcome(step_prof, self.spec, precision=self.precision,
                                       parallel=self.config).prediction
+
+    def _with_ep(self, pred: Prediction | None, prof: ModelProfile, precision: str,
+                 parallel: ParallelConfig) -> Prediction | None:
+        """``pred`` (a what-if of the plan without EP) plus what EP adds to that plan on the
+        untransformed profile: its all-to-alls, expert-gradient reduction and imbalance
+        (:mod:`.expert_parallel`), taken as unchanged by kernel-level rewrites."""
+        with_ep = self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        without = self.predictor(prof, self.spec, precision=precision,
+                                 parallel=dataclasses.replace(parallel, ep_degree=1))
+        if pred is None or with_ep is None or without is None:
+            return None
+        return _shifted(pred, with_ep.step_time_s - without.step_time_s)
 
     @property
     def base(self) -> Prediction | None:
@@ -149,7 +184,7 @@ class Context:
         if precision != self.precision:
             source = self.parts_for or PartsSource(self.prof)
             parts = source(precision)
-        return device_memory(self.prof, config or self.config, precision=precision, parts=parts)
+        return plan_memory(self.prof, config or self.config, precision=precision, parts=parts)
 
     @property
     def usable_bytes(self) -> float | None:
@@ -571,6 +606,37 @@ def pipeline_parallel(ctx: Context) -> Recommendation | None:
     )
 
 
+@rule("expert_parallel")
+def expert_parallel(ctx: Context) -> Recommendation | None:
+    c, moe = ctx.config, ctx.prof.moe
+    if c.ep_degree < 2 or moe is None:
+        return None
+    without = dataclasses.replace(c, ep_degree=1)
+    before, after = ctx.memory(without), ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=without))
+    local = moe.num_experts // c.ep_degree
+    caveat = ("" if c.zero_stage == 0 and c.tp_degree == c.pp_degree == 1 else
+              f" The script shows the expert split alone (dense weights replicated); the "
+              f"plan ({c.label}) also shards or splits the dense part as the steps above do.")
+    return _make(
+        ctx, tactic_id="expert_parallel",
+        title=f"Expert parallel over {c.ep_degree} devices ({local} experts each)",
+        category="parallelism",
+        rationale=(f"{moe.num_moe_layers} MoE layers of {moe.num_experts} experts (top-"
+                   f"{moe.top_k}): splitting them over {c.ep_degree} devices leaves {local} "
+                   f"per device and sends each token to its experts' device and back (two "
+                   f"all-to-alls per layer and pass, an estimate); "
+                   f"{fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)}." + caveat),
+        snippet_id="expert_parallel",
+        values={"ep": c.ep_degree, "dp": c.dp_degree // c.ep_degree,
+                "nproc": min(c.dp_degree, 8), "num_steps": 10},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"num_experts": moe.num_experts,
+                 "bytes_per_device_without_ep": before.total_bytes},
+    )
+
+
 @rule("cpu_offload")
 def cpu_offload(ctx: Context) -> Recommendation | None:
     c = ctx.config
@@ -643,8 +709,8 @@ def _batch_options(ctx: Context, capacity: float):
     for config in configs:
         for factor in BATCH_FACTORS:
             batch = ctx.prof.batch_size * factor
-            mem = device_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
-                                micro_batch=layout(config, batch).micro_batch)
+            mem = plan_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
+                              micro_batch=layout(config, batch).micro_batch)
             if mem.total_bytes > capacity:
                 break
             pred = ctx.predict(ctx.predictor.at(ctx.prof, batch), parallel=config)

@@ -79,3 +79,65 @@ def test_reshard_after_forward_is_validated():
         ParallelConfig(dp_degree=8, zero_stage=2, reshard_after_forward=False)
     with pytest.raises(InvalidArgumentError, match="True or False"):
         ParallelConfig(dp_degree=8, zero_stage=3, reshard_after_forward="no")
+
+
+# -- expert parallel: the plan's step and its code ----------------------------------------------
+
+def _mixtral(num_devices, fabric=None):
+    import torch
+    transformers = pytest.importorskip("transformers")
+
+    # 8 layers of 16 experts (top-2), hidden 1024: 1.1e9 expert parameters of 1.3e9
+    config = transformers.MixtralConfig(
+        vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+        num_attention_heads=16, num_key_value_heads=8, num_local_experts=16,
+        num_experts_per_tok=2)
+    with torch.device("meta"):
+        model = transformers.MixtralForCausalLM(config)
+    tokens = torch.zeros(4, 2048, dtype=torch.long, device="meta")
+    options = {"fabric": fabric} if fabric else {}
+    return aa.advise(model, tokens, mode="train", hardware="H100 SXM", num_devices=num_devices,
+                     model_name="net", **options)
+
+
+@pytest.mark.slow
+def test_plan_has_an_expert_parallel_step_when_an_ep_plan_ranks_first():
+    # 4 nodes on 25 GbE: ZeRO-2's gradient reduce-scatter crosses the slow NICs; with the 16
+    # experts split over 8 devices their gradients reduce over 4 devices with 1/8 of the
+    # bytes, so zero2+ep8 ranks first.
+    report = _mixtral(32, fabric="Ethernet 25GbE")
+    top = report.parallel.iloc[0]
+    assert (top["strategy"], top["ep"]) == ("zero2+ep8", 8)
+    steps = {r.id: r for r in report.recommendations}
+    rec = steps["expert_parallel"]
+    assert rec.title.endswith("(2 experts each)")  # 16 experts / 8 devices
+    assert rec.extra["trigger"]["num_experts"] == 16
+    # Priced by the cost model's EP estimate against the same plan without EP (the step
+    # before it, ZeRO-2 over 32 devices, in bf16).
+    spec, prof = report.hardware_spec, report.profile
+    predictor = Predictor(fabric="Ethernet 25GbE")
+    ep = ParallelConfig(dp_degree=32, zero_stage=2, ep_degree=8)
+    with_ep = predictor(prof, spec, precision="bf16", parallel=ep)
+    without = predictor(prof, spec, precision="bf16",
+                        parallel=dataclasses.replace(ep, ep_degree=1))
+    assert rec.predicted_speedup == pytest.approx(without.step_time_s / with_ep.step_time_s,
+                                                  rel=1e-3)
+    assert rec.memory_saving_bytes > 0
+    # The code: a (4, 8) device mesh, the user's names, a torchrun script.
+    assert "mesh_dim_names=(\"dp\", \"ep\")" in rec.code and "(4, 8)" in rec.code
+    assert rec.extra["launcher"] == "torchrun"
+    assert "net" in {n.id for n in ast.walk(ast.parse(rec.code)) if isinstance(n, ast.Name)}
+    # Later steps are priced on top of the EP plan (their predictions exist).
+    later = list(steps)[list(steps).index("expert_parallel") + 1:]
+    assert later and all(steps[t].predicted_speedup for t in later)
+
+
+@pytest.mark.slow
+def test_no_expert_parallel_step_when_no_ep_plan_ranks_first(llama8b):
+    # One NVLink node: FSDP without EP ranks first (EP only adds all-to-alls there).
+    report = _mixtral(8)
+    assert report.parallel.iloc[0]["ep"] == 1
+    assert "expert_parallel" not in {r.id for r in report.recommendations}
+    # A dense model has no experts to split, whatever the config says.
+    ctx = _context(llama8b, ParallelConfig(dp_degree=8, zero_stage=3))
+    assert tactics.expert_parallel(ctx) is None
