@@ -510,6 +510,25 @@ import torch
 $optimizer = _same_optimizer($optimizer, $model.parameters(), foreach=True, fused=None)
 '''
 
+CPU_THREADS = '''\
+# Intra-op threads for the $v_threads cores this process can use (PyTorch runs $v_current now).
+# Run it before the model's first call; in a script, export OMP_NUM_THREADS=$v_threads before
+# Python starts instead (it also sizes OpenMP and MKL pools that torch does not manage).
+import os
+
+import torch
+
+os.environ["OMP_NUM_THREADS"] = str($v_threads)  # inherited by processes started from here
+torch.set_num_threads($v_threads)  # the threads each matmul/convolution is split over
+try:
+    # Eager PyTorch runs one op at a time: one inter-op thread avoids idle pools competing
+    # for the same cores (used by TorchScript forks and some async ops).
+    torch.set_num_interop_threads(1)
+except RuntimeError:
+    pass  # only settable before the first parallel work: restart the kernel to change it
+print(torch.get_num_threads(), "intra-op threads")
+'''
+
 DATALOADER = '''\
 # Assumes: $dataset, a torch.utils.data.Dataset yielding tensors (or tuples/dicts of them).
 # Worker processes prepare batches in parallel, pinned (page-locked) memory lets the
@@ -851,6 +870,7 @@ SNIPPETS: dict[str, Snippet] = {
     "fused_optimizer": Snippet(template=FUSED_OPTIMIZER),
     "foreach_optimizer": Snippet(template=FUSED_OPTIMIZER_FOREACH),
     "dataloader": Snippet(template=DATALOADER),
+    "cpu_threads": Snippet(template=CPU_THREADS),
     "grad_accumulation": Snippet(template=GRAD_ACCUMULATION),
     "larger_batch": Snippet(template=LARGER_BATCH),
     "dynamic_int8": Snippet(template=DYNAMIC_INT8),

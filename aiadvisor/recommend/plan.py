@@ -36,13 +36,15 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: The order of the tactic steps after the precision and parallel-plan steps: the parallel
-#: plan's own settings (FSDP resharding), kernels (they change what later steps see), then
+#: plan's own settings (FSDP resharding), the CPU's thread pools (their step changes no state:
+#: the steps after it are priced at the threads as they are, a conservative product), kernels (they change what later steps see), then
 #: memory, batch, model changes and deployment. CUDA
 #: graphs lead the kernel steps (after the fused optimizer, whose launches a graph of forward and
 #: backward does not capture): while Python issues every kernel (a host-bound step at small
 #: batch), faster kernels gain nothing, so they are priced on the replayed step.
-RULE_ORDER = ("fsdp_overlap", "sdpa", "fused_optimizer", "cuda_graphs", "fp8", "channels_last",
-              "torch_compile", "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
+RULE_ORDER = ("fsdp_overlap", "cpu_threads", "sdpa", "fused_optimizer", "cuda_graphs", "fp8",
+              "channels_last", "torch_compile", "dataloader", "optimizer_8bit", "larger_batch",
+              "sparsity_24",
               "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")

@@ -23,6 +23,7 @@ from typing import Any
 from ..codegen import SNIPPETS, CodeNames, snippet
 from ..errors import AIAdvisorError
 from ..estimate import bubble_fraction
+from ..hardware.threads import ThreadSettings, is_local_cpu, thread_settings
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
@@ -82,6 +83,9 @@ class Context:
     """What-if rewrites of the whole-step profile made by earlier steps of a plan (fusion,
     fused attention, ...): every prediction of this context includes them, so a rule prices
     its tactic on top of those steps (:mod:`.plan`)."""
+    threads: ThreadSettings | None = None
+    """The attached CPU's thread pools (read from this process when None and the spec is the
+    attached CPU, :func:`aiadvisor.hardware.threads.thread_settings`)."""
     _base: Prediction | None = None
     _steps: dict = dataclasses.field(default_factory=dict)
     """Transformed step profiles by (profile, plan, transforms); a plan shares one across its
@@ -826,6 +830,46 @@ def dataloader(ctx: Context) -> Recommendation | None:
         snippet_id="dataloader",
         values={"num_workers": 8, "batch_size": ctx.prof.batch_size, "prefetch": 4},
         gain=speedup(before, after), trigger={"input_copy_share": share},
+    )
+
+
+@rule("cpu_threads")
+def cpu_threads(ctx: Context) -> Recommendation | None:
+    """More intra-op threads when PyTorch uses fewer than the cores the process may use.
+
+    Priced on the cost model's own breakdown (Amdahl): the compute-bound part of the step
+    (``compute_s``) is split over the threads, so it shrinks by ``threads now / cores``; the
+    memory-bound part (DRAM bandwidth saturates with a few cores) and the host's Python work
+    are kept as they are, so the gain is a lower bound. More threads than cores (a container
+    quota below the host's CPU count) is not priced: the calibration measured it as it is.
+    """
+    if ctx.spec.kind != "cpu":
+        return None
+    settings = ctx.threads
+    if settings is None:
+        if not is_local_cpu(ctx.spec):
+            return None
+        settings = thread_settings()
+    base = ctx.base
+    now, cores = settings.intra_op_threads, settings.usable_cores
+    if base is None or now >= cores or base.compute_s <= 0:
+        return None
+    saved = base.compute_s * (1 - now / cores)
+    gain = _gain(ctx, _shifted(base, -saved))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="cpu_threads", title=f"CPU threads: {cores} intra-op threads, not {now}",
+        category="speed",
+        rationale=(f"PyTorch splits each op over {now} thread{'s' if now > 1 else ''} but the "
+                   f"process can use {cores} cores ({settings.source}). The compute-bound ops "
+                   f"take {fmt_seconds(base.compute_s)} of the "
+                   f"{fmt_seconds(base.step_time_s)} step; over {cores} threads they take "
+                   f"{fmt_seconds(base.compute_s * now / cores)} (memory-bound ops and Python "
+                   "overhead priced unchanged)."),
+        snippet_id="cpu_threads", values={"threads": cores, "current": now}, gain=gain,
+        trigger={"intra_op_threads": now, "usable_cores": cores,
+                 "compute_share": base.compute_s / base.step_time_s},
     )
 
 

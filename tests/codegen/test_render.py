@@ -31,6 +31,7 @@ EXAMPLE_VALUES = {
     "fused_optimizer": {},
     "foreach_optimizer": {},
     "dataloader": {"num_workers": 8, "batch_size": 32, "prefetch": 4},
+    "cpu_threads": {"threads": 8, "current": 2},
     "grad_accumulation": {"accum_steps": 4, "effective_batch": 32},
     "larger_batch": {"batch_size": 64, "old_batch_size": 16},
     "dynamic_int8": {},

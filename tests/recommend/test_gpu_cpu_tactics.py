@@ -141,3 +141,65 @@ def test_no_expert_parallel_step_when_no_ep_plan_ranks_first(llama8b):
     # A dense model has no experts to split, whatever the config says.
     ctx = _context(llama8b, ParallelConfig(dp_degree=8, zero_stage=3))
     assert tactics.expert_parallel(ctx) is None
+
+
+# -- CPU thread settings ------------------------------------------------------------------------
+
+def _cpu_context(prof, threads):
+    from aiadvisor.hardware.threads import ThreadSettings
+
+    ctx = _context(prof, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
+                   precision="fp32")
+    return dataclasses.replace(ctx, threads=ThreadSettings(
+        intra_op_threads=threads, inter_op_threads=threads, usable_cores=56,
+        source="physical cores"))
+
+
+@pytest.fixture(scope="module")
+def mlp_train():
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                              torch.nn.Linear(4096, 1024))
+    return aa.profile(net, torch.randn(256, 1024), mode="train")
+
+
+def test_cpu_threads_fire_when_torch_uses_fewer_threads_than_cores(mlp_train):
+    # 14 intra-op threads on the Xeon 8480+'s 56 cores: the compute-bound ops take 14/56 of
+    # their time, the rest of the step stays.
+    ctx = _cpu_context(mlp_train, 14)
+    rec = tactics.cpu_threads(ctx)
+    assert rec is not None
+    base = ctx.base
+    by_hand = base.step_time_s / (base.step_time_s - base.compute_s * (1 - 14 / 56))
+    assert rec.predicted_speedup == pytest.approx(by_hand, rel=1e-3)
+    assert rec.extra["trigger"]["intra_op_threads"] == 14
+    assert rec.extra["trigger"]["usable_cores"] == 56
+    assert "torch.set_num_threads(56)" in rec.code and "14" in rec.code
+    ast.parse(rec.code)
+
+
+def test_cpu_threads_silent_when_set_or_below_three_percent(mlp_train):
+    assert tactics.cpu_threads(_cpu_context(mlp_train, 56)) is None  # already at the cores
+    assert tactics.cpu_threads(_cpu_context(mlp_train, 64)) is None  # more is not priced
+    # 55 of 56: at most 1/56 = 1.8 % of the compute-bound part comes back, under 3 %
+    assert tactics.cpu_threads(_cpu_context(mlp_train, 55)) is None
+    # a GPU or a catalog CPU without thread figures: nothing to say
+    gpu = _context(mlp_train, ParallelConfig(), precision="fp32")
+    assert tactics.cpu_threads(gpu) is None
+    catalog = _context(mlp_train, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
+                       precision="fp32")
+    assert tactics.cpu_threads(catalog) is None
+
+
+def test_usable_cores_take_the_tightest_limit(tmp_path):
+    from aiadvisor.hardware.threads import cgroup_cpu_limit, usable_cores
+
+    (tmp_path / "cpu.max").write_text("200000 100000\n")  # Binder-style 2-CPU quota
+    assert cgroup_cpu_limit(str(tmp_path)) == 2.0
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_limit(str(tmp_path)) is None
+    # 64 logical CPUs of 32 physical cores in the container, quota 2.5 -> 2 cores
+    assert usable_cores(physical_cores=32, affinity=64, quota=2.5) == (2, "container CPU quota")
+    assert usable_cores(physical_cores=32, affinity=8, quota=None) == (8, "CPU affinity")
