@@ -1,5 +1,5 @@
-"""The generated DDP, FSDP and tensor-parallel scripts run under torchrun: 2 CPU processes,
-gloo."""
+"""The generated DDP, FSDP, tensor- and expert-parallel scripts run under torchrun: 2 CPU
+processes, gloo."""
 
 from __future__ import annotations
 
@@ -116,12 +116,14 @@ def test_generated_ddp_fsdp_and_tp_scripts_run_under_torchrun(tmp_path: Path):
     if not torchrun.exists():
         pytest.skip("torchrun is not installed next to this Python")
     procs = {}
-    for strategy in ("ddp", "fsdp"):
+    # FSDP with and without resharding after forward (the fsdp_overlap step): same losses.
+    for strategy, reshard in (("ddp", True), ("fsdp", True), ("fsdp", False)):
         code = snippet("distributed", names=NAMES, strategy=strategy, nproc=2, bf16=True,
-                       num_steps=NUM_STEPS)
-        script = tmp_path / f"train_{strategy}.py"
+                       num_steps=NUM_STEPS, reshard_after_forward=reshard)
+        name = f"{strategy}{'' if reshard else '_noreshard'}"
+        script = tmp_path / f"train_{name}.py"
         script.write_text(PREAMBLE + "\n" + code)
-        procs[strategy] = _launch(torchrun, script, tmp_path)
+        procs[name] = _launch(torchrun, script, tmp_path)
     tp_script = tmp_path / "train_tp.py"
     tp_script.write_text(TP_PREAMBLE + snippet("tensor_parallel", names=NAMES, tp=2, dp=1,
                                                nproc=2) + TP_CHECK)
