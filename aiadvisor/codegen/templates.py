@@ -112,6 +112,34 @@ convert_to_float8_training($model, config=config, module_filter_fn=_fp8_eligible
 $model.compile()  # fuses the amax/scale computations into neighbouring kernels
 '''
 
+FP8_INFER = '''\
+# Assumes: $model and $inputs, inference on an FP8-capable GPU (compute capability >= 8.9:
+# Ada, Hopper, Blackwell). pip install torchao. Linear weights stored in float8 (e4m3) with one
+# scale per row, activations quantized per row on the fly: FP8 tensor-core GEMMs, half the
+# bf16 weight bytes. Check accuracy on your data.
+import torch
+from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
+with torch.inference_mode():
+    output = $call
+'''
+
+INT8_GPU = '''\
+# Assumes: $model and $inputs, inference on a GPU with int8 tensor cores. pip install torchao.
+# Linear weights in int8 (one scale per channel), activations quantized per token on the fly
+# (W8A8): int8 tensor-core GEMMs, half the bf16 weight bytes. Check accuracy on your data
+# (SmoothQuant-style calibration helps models with activation outliers).
+import torch
+from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Int8DynamicActivationInt8WeightConfig())
+with torch.inference_mode():
+    output = $call
+'''
+
 CHANNELS_LAST = '''\
 # Assumes: $model (a convolutional network) and $inputs.
 # NHWC layout: tensor-core convolutions without NCHW<->NHWC transposes around every conv.
@@ -615,6 +643,31 @@ batch_size = $v_batch_size
 loader = DataLoader($dataset, batch_size=batch_size, shuffle=True, drop_last=True)
 '''
 
+LARGER_BATCH_INFER = '''\
+# Assumes: $model and `requests`, a list of inputs each shaped like $inputs (one request).
+# Throughput serving: run $v_batch_size requests per call instead of $v_old_batch_size. Each call
+# takes longer and a request waits for its batch to fill: latency rises with throughput.
+import torch
+
+batch_size = $v_batch_size
+
+
+def _cat(items):
+    first = items[0]
+    if isinstance(first, torch.Tensor):
+        return torch.cat(items)  # requests of one length (pad variable-length ones)
+    if isinstance(first, dict):
+        return {k: _cat([item[k] for item in items]) for k in first}
+    return type(first)(_cat(list(parts)) for parts in zip(*items))
+
+
+def serve(requests):
+    with torch.inference_mode():
+        for start in range(0, len(requests), batch_size):
+            $inputs = _cat(requests[start:start + batch_size])
+            yield $call
+'''
+
 DYNAMIC_INT8 = '''\
 # Assumes: $model and $inputs, inference on a CPU. Linear weights stored in int8, activations
 # quantized on the fly per batch (fbgemm / oneDNN kernels). Check accuracy on your data.
@@ -865,6 +918,8 @@ SNIPPETS: dict[str, Snippet] = {
     "autocast_train": Snippet(template=AUTOCAST_TRAIN),
     "autocast_infer": Snippet(template=AUTOCAST_INFER),
     "fp8": Snippet(template=FP8_TORCHAO, requires=("torchao",), needs_cuda=True),
+    "fp8_infer": Snippet(template=FP8_INFER, requires=("torchao",), needs_cuda=True),
+    "int8_gpu": Snippet(template=INT8_GPU, requires=("torchao",), needs_cuda=True),
     "channels_last": Snippet(template=CHANNELS_LAST),
     "torch_compile": Snippet(template=TORCH_COMPILE),
     "cuda_graphs": Snippet(template=CUDA_GRAPHS, needs_cuda=True),
@@ -884,6 +939,7 @@ SNIPPETS: dict[str, Snippet] = {
     "cpu_threads": Snippet(template=CPU_THREADS),
     "grad_accumulation": Snippet(template=GRAD_ACCUMULATION),
     "larger_batch": Snippet(template=LARGER_BATCH),
+    "larger_batch_infer": Snippet(template=LARGER_BATCH_INFER),
     "dynamic_int8": Snippet(template=DYNAMIC_INT8),
     "embedding_int8": Snippet(template=EMBEDDING_INT8),
     "weight_only_int4": Snippet(template=WEIGHT_ONLY_INT4, requires=("torchao",),

@@ -278,8 +278,13 @@ def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recom
     saving = ctx.memory().total_bytes - ctx.memory(precision=target).total_bytes
     peak = getattr(ctx.spec, f"{target}_tflops")
     dtype = {"bf16": "bfloat16", "fp16": "float16"}[target]
-    risk = ("fp16 needs loss scaling (GradScaler, included)" if target == "fp16"
-            else "bf16 keeps fp32's range, so no loss scaling")
+    if not ctx.train:
+        risk = ("fp16 keeps 3 more mantissa bits than bf16 but overflows above 65504: check "
+                "the outputs" if target == "fp16" else "bf16 keeps fp32's range")
+    elif target == "fp16":
+        risk = "fp16 needs loss scaling (GradScaler, included)"
+    else:
+        risk = "bf16 keeps fp32's range, so no loss scaling"
     return _make(
         ctx, tactic_id=tactic_id, title=title, category="precision",
         rationale=(f"The step runs in {ctx.precision}; {ctx.spec.name} has {peak:g} dense "
@@ -299,10 +304,11 @@ def bf16_autocast(ctx: Context) -> Recommendation | None:
 
 @rule("fp16_autocast")
 def fp16_autocast(ctx: Context) -> Recommendation | None:
-    if support_level(ctx.spec, "bf16") == "full":
-        return None  # bf16 is the safer choice where it exists
-    return _autocast(ctx, "fp16", tactic_id="fp16_autocast",
-                     title="Mixed precision: fp16 autocast with loss scaling")
+    if ctx.train and support_level(ctx.spec, "bf16") == "full":
+        return None  # bf16 is the safer choice for training where it exists (no loss scaling)
+    title = ("Mixed precision: fp16 autocast with loss scaling" if ctx.train
+             else "Half precision: fp16 weights and autocast")
+    return _autocast(ctx, "fp16", tactic_id="fp16_autocast", title=title)
 
 
 @rule("fp8")
@@ -315,12 +321,20 @@ def fp8(ctx: Context) -> Recommendation | None:
     gain = _gain(ctx, ctx.predict(precision="fp8"))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
+    peaks = (f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} runs FP8 "
+             f"at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16")
+    if not ctx.train:
+        return _make(
+            ctx, tactic_id="fp8", title="FP8 weights and activations (torchao)",
+            category="precision",
+            rationale=(f"{peaks}; FP8 weights are half the bf16 bytes. Per-row scales "
+                       "(included); check accuracy on your data."),
+            snippet_id="fp8_infer", gain=gain, trigger={"gemm_flops_share": share},
+        )
     return _make(
         ctx, tactic_id="fp8", title="FP8 matmuls (torchao / Transformer Engine)",
         category="precision",
-        rationale=(f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} "
-                   f"runs FP8 at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16; "
-                   "needs scaling recipes (included) and a check of the loss curve."),
+        rationale=f"{peaks}; needs scaling recipes (included) and a check of the loss curve.",
         snippet_id="fp8", values={"recipe": "tensorwise", "min_features": 1024}, gain=gain,
         trigger={"gemm_flops_share": share},
     )
@@ -739,6 +753,8 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         return None
     batch, config, gain, mem = best
     ckpt = config.checkpointing != ctx.config.checkpointing
+    if not ctx.train:
+        return _larger_inference_batch(ctx, batch, gain, mem, capacity)
     rec = _make(
         ctx, tactic_id="larger_batch",
         title=f"Larger batch: {batch} per device"
@@ -761,6 +777,31 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         rec = dataclasses.replace(rec, code=ctx.render("checkpointing", selective=False)
                                   + "\n" + rec.code)
     return rec
+
+
+def _larger_inference_batch(ctx: Context, batch: int, gain: Speedup, mem: float,
+                            capacity: float) -> Recommendation:
+    """Inference: more requests per call is a throughput-for-latency trade; say both."""
+    base = ctx.base
+    new = ctx.predict(ctx.predictor.at(ctx.prof, batch))
+    call_s = new.step_time_s if new is not None else base.step_time_s * batch / gain.point
+    return _make(
+        ctx, tactic_id="larger_batch",
+        title=f"Throughput serving: {batch} requests per call (latency rises)",
+        category="speed",
+        rationale=(f"At batch {ctx.prof.batch_size} a call takes "
+                   f"{fmt_seconds(base.step_time_s)} and the device is underused; "
+                   f"{batch} requests per call take {fmt_seconds(call_s)}: "
+                   f"{gain.point:.2f}x the requests per second, but each request waits for "
+                   f"the longer call and for its batch to fill (a latency-for-throughput "
+                   f"trade; keep batch {ctx.prof.batch_size} where latency matters). "
+                   f"{fmt_bytes(mem)} of {fmt_bytes(capacity)} usable."),
+        snippet_id="larger_batch_infer",
+        values={"batch_size": batch, "old_batch_size": ctx.prof.batch_size}, gain=gain,
+        trigger={"free_bytes": capacity - ctx.memory().total_bytes,
+                 "call_s": base.step_time_s},
+        effect={"batch_size": batch, "checkpointing": ctx.config.checkpointing},
+    )
 
 
 @rule("optimizer_8bit")
@@ -877,7 +918,12 @@ def cpu_threads(ctx: Context) -> Recommendation | None:
 
 @rule("dynamic_int8")
 def dynamic_int8(ctx: Context) -> Recommendation | None:
-    if ctx.train or ctx.spec.kind != "cpu" or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
+    """Int8 Linear layers with activations quantized on the fly: fbgemm/oneDNN on a CPU,
+    int8 tensor cores (W8A8, torchao) on an NVIDIA GPU that has them."""
+    gpu = (ctx.spec.vendor == "NVIDIA" and ctx.is_cuda_gpu
+           and support_level(ctx.spec, "int8") == "full")
+    if ctx.train or not (ctx.spec.kind == "cpu" or gpu) \
+            or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
         return None
     share = ctx.flops_share("gemm")
     if share < 0.5:
@@ -889,6 +935,16 @@ def dynamic_int8(ctx: Context) -> Recommendation | None:
     # from bf16/fp16 (units.WEIGHT_BYTES, through the planner's weight memory).
     before = ctx.memory().weights_bytes
     after = ctx.memory(precision="int8").weights_bytes
+    if gpu:
+        return _make(
+            ctx, tactic_id="dynamic_int8", title="Int8 weights and activations (W8A8, torchao)",
+            category="precision",
+            rationale=(f"Linear layers are {_pct(share)} of the FLOPs and {ctx.spec.name} has "
+                       f"{ctx.spec.int8_tops:g} dense int8 TOPS; int8 weights take "
+                       f"{fmt_bytes(after)} instead of {fmt_bytes(before)} in {ctx.precision}."),
+            snippet_id="int8_gpu", gain=gain, memory_saving_bytes=before - after,
+            trigger={"gemm_flops_share": share},
+        )
     return _make(
         ctx, tactic_id="dynamic_int8", title="Dynamic int8 quantization on the CPU",
         category="precision",

@@ -203,3 +203,73 @@ def test_usable_cores_take_the_tightest_limit(tmp_path):
     # 64 logical CPUs of 32 physical cores in the container, quota 2.5 -> 2 cores
     assert usable_cores(physical_cores=32, affinity=64, quota=2.5) == (2, "container CPU quota")
     assert usable_cores(physical_cores=32, affinity=8, quota=None) == (8, "CPU affinity")
+
+
+# -- inference precision and batch choices on the L4 -------------------------------------------
+
+def _bert_l4(batch=1, hardware="L4"):
+    import torch
+    transformers = pytest.importorskip("transformers")
+
+    with torch.device("meta"):
+        model = transformers.BertForSequenceClassification(transformers.BertConfig())
+    tokens = torch.randint(0, 30522, (batch, 128), device="meta")
+    return aa.advise(model, tokens, mode="infer", hardware=hardware, model_name="net")
+
+
+@pytest.fixture(scope="module")
+def bert_l4():
+    return _bert_l4()
+
+
+def test_l4_inference_offers_fp8_int8_and_fp16_choices(bert_l4):
+    steps = {r.id: r for r in bert_l4.recommendations}
+    first = bert_l4.recommendations[0]
+    assert first.id == "bf16_autocast"
+    alternatives = {a["id"]: a for a in first.extra["alternatives"]}
+    # fp16 is as fast as bf16 on the L4 (121 dense TFLOPS each): listed, not a second step
+    assert alternatives["fp16_autocast"]["predicted_speedup"] == pytest.approx(
+        first.predicted_speedup, rel=1e-3)
+    assert "loss scaling" not in alternatives["fp16_autocast"]["title"]
+    # The weight format is one step; FP8 and W8A8 int8 (the L4 has 242.5 dense TOPS/TFLOPS of
+    # each) are its alternatives, priced against the same state.
+    fmt = next(r for r in bert_l4.recommendations if r.id in ("weight_only_int4", "fp8",
+                                                               "dynamic_int8"))
+    offered = {fmt.id} | {a["id"] for a in fmt.extra.get("alternatives", ())}
+    assert {"fp8", "dynamic_int8"} <= offered
+    assert "sdpa" not in steps  # transformers' BERT already runs SDPA
+
+
+def test_fp8_and_int8_inference_code_and_trigger(bert_l4):
+    prof = bert_l4.profile
+    spec = aa.hardware.get("L4")
+    ctx = _context(prof, ParallelConfig(), spec=spec, precision="bf16")
+    fp8 = tactics.fp8(ctx)
+    int8 = tactics.dynamic_int8(ctx)
+    # GEMM share by hand: per token and layer 4 x 768^2 + 2 x 768 x 3072 multiply-adds =
+    # 14.16 MFLOP, x 12 layers x 128 tokens = 21.74 GFLOP (+ pooler and classifier, 1.2 MFLOP);
+    # attention 2 x 128^2 x 64 x 2 x 12 heads x 12 layers = 0.604 GFLOP.
+    gemm = 2 * 128 * 12 * (4 * 768**2 + 2 * 768 * 3072) + 2 * (768 * 768 + 768 * 2)
+    share = gemm / (gemm + 2 * 128**2 * 64 * 2 * 12 * 12)
+    assert fp8.extra["trigger"]["gemm_flops_share"] == pytest.approx(share, rel=2e-3)
+    for rec, config in ((fp8, "Float8DynamicActivationFloat8WeightConfig"),
+                        (int8, "Int8DynamicActivationInt8WeightConfig")):
+        assert config in rec.code and "convert_to_float8_training" not in rec.code
+        assert "net" in {n.id for n in ast.walk(ast.parse(rec.code)) if isinstance(n, ast.Name)}
+    # each priced as the cost model's ratio at that precision
+    for rec, precision in ((fp8, "fp8"), (int8, "int8")):
+        ratio = ctx.base.step_time_s / ctx.predict(precision=precision).step_time_s
+        assert rec.predicted_speedup == pytest.approx(ratio, rel=1e-3)
+    # already in int8 (or training, or a T4 without FP8): not offered
+    assert tactics.dynamic_int8(dataclasses.replace(ctx, precision="int8", _base=None)) is None
+    t4 = _context(prof, ParallelConfig(), spec_name="T4", precision="fp16")
+    assert tactics.fp8(t4) is None
+
+
+def test_inference_batch_step_says_it_trades_latency(bert_l4):
+    rec = next(r for r in bert_l4.recommendations if r.id == "larger_batch")
+    assert "latency" in rec.title and "latency-for-throughput" in rec.rationale
+    assert "learning rate" not in rec.rationale
+    assert "def serve(requests)" in rec.code
+    batch = rec.extra["effect"]["batch_size"]
+    assert f"{batch} requests per call" in rec.title
