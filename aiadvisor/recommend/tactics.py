@@ -919,9 +919,11 @@ def cpu_threads(ctx: Context) -> Recommendation | None:
 @rule("dynamic_int8")
 def dynamic_int8(ctx: Context) -> Recommendation | None:
     """Int8 Linear layers with activations quantized on the fly: fbgemm/oneDNN on a CPU,
-    int8 tensor cores (W8A8, torchao) on an NVIDIA GPU that has them."""
-    gpu = (ctx.spec.vendor == "NVIDIA" and ctx.is_cuda_gpu
-           and support_level(ctx.spec, "int8") == "full")
+    int8 tensor cores (W8A8, torchao) on an NVIDIA GPU. GPUs are limited to datacenter and
+    workstation parts of Ampere or newer (a TF32 figure in the catalog), where torchao's int8
+    path is used; Turing and Jetson boards are left to TensorRT (the export step)."""
+    gpu = (ctx.spec.vendor == "NVIDIA" and ctx.spec.kind == "gpu"
+           and ctx.spec.tf32_tflops is not None and support_level(ctx.spec, "int8") == "full")
     if ctx.train or not (ctx.spec.kind == "cpu" or gpu) \
             or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
         return None
