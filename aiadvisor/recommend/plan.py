@@ -5,8 +5,9 @@ device holding a full replica) and applies, in the order a user would apply them
 
 1. one precision step (TF32, bf16 or fp16 autocast: mutually exclusive, so the fastest is the
    step and the others are listed as its alternatives);
-2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor and
-   pipeline parallel, activation checkpointing, gradient accumulation), one component a step;
+2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor,
+   pipeline and expert parallel, activation checkpointing, gradient accumulation), one
+   component a step;
 3. the kernel, memory and model tactics of :mod:`.tactics`, in :data:`RULE_ORDER`.
 
 Each rule runs on a :class:`~.tactics.Context` that carries the earlier steps (their precision,

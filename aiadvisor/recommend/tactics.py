@@ -10,7 +10,8 @@ The tactics come from the seed articles (TF32, mixed precision, FP8, channels_la
 torch.compile, CUDA graphs, fused attention, activation checkpointing, FSDP vs DDP, ZeRO,
 Megatron 3D parallelism, 8-bit optimizers and embeddings, DataLoader prefetch and pinned memory,
 dynamic batching, GPTQ/AWQ/NF4, 2:4 sparsity, distillation and pruning, ONNX Runtime/TensorRT
-export, vLLM/TGI serving).
+export, vLLM/TGI serving) and the issue's additions (FSDP resharding and prefetch, expert
+parallel, CPU thread settings, FP8 / W8A8 int8 / fp16 inference on GPUs).
 """
 
 from __future__ import annotations

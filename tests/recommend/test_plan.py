@@ -155,14 +155,17 @@ def test_five_gpu_workloads_get_long_plans_of_distinct_tactics(five):
     steps = {name: [r.id for r in report.recommendations] for name, (report, _) in five.items()}
     # The issue asks for 5 steps on each. BERT-base inference at batch 1 on the L4 gets 4 since
     # eager PyTorch's host side is priced: the step is launch-bound, CUDA graphs take that part,
-    # and what torch.compile's fusion would add on top is under the 3 % floor (a goal not met).
+    # and what torch.compile's fusion would add on top is under the 3 % floor: 1.023x after the
+    # 4-bit weights, 1.020x after the larger batch (a goal not met). Its other choices are
+    # alternatives of one step each: fp16 beside bf16, FP8 and W8A8 int8 beside 4-bit weights.
     assert all(len(ids) >= 4 for ids in steps.values()), steps
     assert sum(len(ids) >= 5 for ids in steps.values()) >= 4, steps
     distinct = set().union(*map(set, steps.values()))
     offered = distinct | {a["id"] for report, _ in five.values()
                           for r in report.recommendations for a in r.extra.get("alternatives", ())}
-    assert len(distinct) >= 12, sorted(distinct)
-    assert len(offered) >= 15, sorted(offered)
+    assert len(distinct) >= 13, sorted(distinct)
+    assert len(offered) >= 17, sorted(offered)
+    assert {"fp16_autocast", "dynamic_int8", "fp8"} <= offered  # the L4's inference choices
     for report, _ in five.values():
         cumulative = report.plan["speedup_cumulative"].iloc[-1]
         assert math.isfinite(cumulative) and cumulative > 1
