@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 #: The order of the tactic steps after the precision and parallel-plan steps: the parallel
 #: plan's own settings (FSDP resharding), the CPU's thread pools (their step changes no state:
-#: the steps after it are priced at the threads as they are, a conservative product), kernels (they change what later steps see), then
-#: memory, batch, model changes and deployment. CUDA
+#: the steps after it are priced at the threads as they are, a conservative product), kernels
+#: (they change what later steps see), then memory, batch, model changes and deployment. CUDA
 #: graphs lead the kernel steps (after the fused optimizer, whose launches a graph of forward and
 #: backward does not capture): while Python issues every kernel (a host-bound step at small
 #: batch), faster kernels gain nothing, so they are priced on the replayed step.

@@ -11,12 +11,12 @@ import pytest
 
 import aiadvisor as aa
 from aiadvisor.codegen import CodeNames
+from aiadvisor.errors import InvalidArgumentError
 from aiadvisor.recommend import tactics
 from aiadvisor.recommend.memory import PartsSource
 from aiadvisor.recommend.predictor import Predictor
 from aiadvisor.recommend.tactics import MIN_SPEEDUP, Context
 from aiadvisor.schema import ParallelConfig
-from aiadvisor.errors import InvalidArgumentError
 
 
 def _context(prof, config, *, spec_name="H100 SXM", precision="bf16", spec=None) -> Context:
