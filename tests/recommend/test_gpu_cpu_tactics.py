@@ -273,3 +273,30 @@ def test_inference_batch_step_says_it_trades_latency(bert_l4):
     assert "def serve(requests)" in rec.code
     batch = rec.extra["effect"]["batch_size"]
     assert f"{batch} requests per call" in rec.title
+
+
+def test_cpu_threads_read_from_this_process_for_the_attached_cpu(mlp_train):
+    import torch
+
+    from aiadvisor.hardware.threads import is_local_cpu, thread_settings
+
+    detected = aa.hardware.detect(benchmark=False)
+    if detected.kind != "cpu" or thread_settings().usable_cores < 2:
+        pytest.skip("needs an attached CPU with at least 2 usable cores")
+    # The detected spec has no bandwidth until benchmarked: give it one so that the
+    # MLP's GEMMs are compute-bound, as a benchmark finds them.
+    spec = dataclasses.replace(detected, memory_bw_gbs=20.0)
+    assert is_local_cpu(spec) and not is_local_cpu(aa.hardware.get("Intel Xeon Platinum 8480+"))
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        ctx = _context(mlp_train, ParallelConfig(), spec=spec, precision="fp32")
+        rec = tactics.cpu_threads(ctx)
+    finally:
+        torch.set_num_threads(old)
+    assert rec is not None and rec.extra["trigger"]["intra_op_threads"] == 1
+    cores = rec.extra["trigger"]["usable_cores"]
+    assert cores == thread_settings().usable_cores >= 2
+    base = ctx.base
+    assert rec.predicted_speedup == pytest.approx(
+        base.step_time_s / (base.step_time_s - base.compute_s * (1 - 1 / cores)), rel=1e-3)
