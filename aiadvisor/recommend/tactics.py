@@ -884,6 +884,8 @@ def cpu_threads(ctx: Context) -> Recommendation | None:
     memory-bound part (DRAM bandwidth saturates with a few cores) and the host's Python work
     are kept as they are, so the gain is a lower bound. More threads than cores (a container
     quota below the host's CPU count) is not priced: the calibration measured it as it is.
+    The cost model's CPU figures are taken as those of the current thread count (a benchmark
+    cached at another thread count is not rescaled).
     """
     if ctx.spec.kind != "cpu":
         return None
