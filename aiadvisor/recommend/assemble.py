@@ -232,7 +232,8 @@ def _chosen_plan(parallel: pd.DataFrame, notes: list[str], *,
             notes.append(f"{top['strategy']} ranks first (expert parallel over {top['ep']} "
                          f"devices, {top['step_time_s']:.3g} s per step, an estimate); the "
                          "prediction below uses the best plan without expert parallelism; "
-                         "the plan's expert-parallel step has the EP code.")
+                         "the plan has an expert-parallel step (with its code) where an EP "
+                         "plan ranks first at the plan's precision.")
         parallel = parallel[parallel["ep"] == 1]
     best = parallel.iloc[0]
     if not best["fits"]:
