@@ -169,11 +169,13 @@ $model.compile(mode=$v_mode)  # in place: state_dict keys stay the same
 '''
 
 CUDA_GRAPHS = '''\
-# Assumes: $model. "reduce-overhead" records CUDA graphs: the whole step replays with one
-# launch instead of one per kernel. Keep input shapes fixed (drop_last=True or pad the last batch).
+# Assumes: $model. The "cudagraphs" backend records CUDA graphs: the whole step replays with one
+# launch instead of one per kernel, the kernels themselves unchanged (a torch.compile step
+# after this one adds kernel fusion with mode="reduce-overhead", graphs included).
+# Keep input shapes fixed (drop_last=True or pad the last batch).
 import torch
 
-$model.compile(mode="reduce-overhead")
+$model.compile(backend="cudagraphs")
 '''
 
 SDPA = '''\

@@ -376,13 +376,19 @@ def torch_compile(ctx: Context) -> Recommendation | None:
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     moved = sum(op.bytes_total for op in memory_ops)
+    # After the CUDA-graphs step (graphs only, backend="cudagraphs") the same module gets
+    # Inductor with its graphs: one compile call, which replaces the earlier one.
+    graphed = ctx.spec.graph_replay
     return _make(
         ctx, tactic_id="torch_compile", title="torch.compile: fuse memory-bound ops",
         category="speed",
         rationale=(f"{sum(op.count for op in memory_ops):.0f} memory-bound op calls move "
                    f"{fmt_bytes(moved)} per step for each device's batch; TorchInductor fuses "
-                   "chains of them into single kernels."),
-        snippet_id="torch_compile", values={"mode": "default"}, gain=gain,
+                   "chains of them into single kernels."
+                   + (" mode=\"reduce-overhead\" keeps the CUDA graphs of the step before "
+                      "(this call replaces its backend=\"cudagraphs\" one)." if graphed else "")),
+        snippet_id="torch_compile",
+        values={"mode": "reduce-overhead" if graphed else "default"}, gain=gain,
         trigger={"memory_bound_bytes": moved},
     )
 

@@ -300,3 +300,27 @@ def test_cpu_threads_read_from_this_process_for_the_attached_cpu(mlp_train):
     base = ctx.base
     assert rec.predicted_speedup == pytest.approx(
         base.step_time_s / (base.step_time_s - base.compute_s * (1 - 1 / cores)), rel=1e-3)
+
+
+def test_compile_after_cuda_graphs_keeps_the_graphs_in_one_call():
+    import torch
+    transformers = pytest.importorskip("transformers")
+
+    # GPT-2 at batch 1 on the L4: launch-bound (CUDA graphs), then fusion on top. Applying the
+    # second step's code must not drop the first step's graphs: one compile call with both.
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    report = aa.advise(model, torch.randint(0, 50257, (1, 128), device="meta"), mode="infer",
+                       hardware="L4", model_name="net")
+    steps = [r.id for r in report.recommendations]
+    assert steps.index("cuda_graphs") < steps.index("torch_compile")
+    graphs = report.recommendations[steps.index("cuda_graphs")]
+    fused = report.recommendations[steps.index("torch_compile")]
+    assert 'net.compile(backend="cudagraphs")' in graphs.code
+    assert "net.compile(mode='reduce-overhead')" in fused.code
+    assert "replaces its backend" in fused.rationale
+    # Without the graphs step before it (a CPU), plain default mode.
+    cpu = _context(report.profile, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
+                   precision="fp32")
+    rec = tactics.torch_compile(cpu)
+    assert rec is None or "mode='default'" in rec.code
