@@ -497,6 +497,12 @@ class ParallelConfig:
     buckets; Megatron's ``--overlap-grad-reduce``). ``False``: reduced after the backward ends
     (DeepSpeed's pipeline engine, Megatron before 2023)."""
 
+    reshard_after_forward: bool = True
+    """FSDP / ZeRO-3 only: free each unit's gathered weights after its forward and gather them
+    again for its backward (FSDP's default). False keeps them from forward to backward
+    (``fully_shard(..., reshard_after_forward=False)``): one all-gather per unit and step
+    instead of two, at the cost of holding the unsharded weights through the step."""
+
     def __post_init__(self) -> None:
         for name in ("sequence_parallel", "overlap_grad_reduce"):
             value = getattr(self, name)
@@ -522,6 +528,17 @@ class ParallelConfig:
                 f"virtual_stages={self.virtual_stages}: the interleaved schedule expects a "
                 f"multiple of pp_degree={self.pp_degree} (e.g. "
                 f"{self.pp_degree * max(1, self.num_microbatches // self.pp_degree)})."
+            )
+        if not isinstance(self.reshard_after_forward, bool):
+            raise InvalidArgumentError(
+                f"ParallelConfig.reshard_after_forward={self.reshard_after_forward!r} is not "
+                "valid: expected True or False."
+            )
+        if not self.reshard_after_forward and self.zero_stage != 3:
+            raise InvalidArgumentError(
+                f"ParallelConfig.reshard_after_forward=False is not valid with zero_stage="
+                f"{self.zero_stage}: only FSDP / ZeRO-3 (zero_stage=3) reshards weights. "
+                "Set zero_stage=3 or leave reshard_after_forward=True."
             )
         if self.zero_stage not in (0, 1, 2, 3):
             raise InvalidArgumentError(
@@ -566,6 +583,8 @@ class ParallelConfig:
             parts.append(f"ep{self.ep_degree}")
         if self.offload:
             parts.append("offload")
+        if not self.reshard_after_forward:
+            parts.append("noreshard")
         if self.checkpointing != "none":
             parts.append("ckpt" if self.checkpointing == "full" else "sel-ckpt")
         if self.grad_accum_steps > 1:

@@ -251,6 +251,10 @@ def verify(model: Any, example_inputs: Any, *, mode: str = "train", precision: s
 #: Tactics whose effect the measurement takes from the report instead of running their code:
 #: a larger batch needs the user's dataset (the bench repeats the example batch instead).
 _BATCH_TACTICS = ("larger_batch",)
+#: Steps whose code changes the whole process, so the runs timed in turns would all see it:
+#: measured apart (a fresh kernel before and after), not here.
+_PROCESS_WIDE = {"cpu_threads": "sets the process's thread pools (time it in a fresh kernel "
+                                "with and without the setting)"}
 _AUTOCAST = {"bf16_autocast": "bfloat16", "fp16_autocast": "float16"}
 
 
@@ -473,6 +477,8 @@ def _runnable(rec: Any) -> str:
     import torch
 
     extra = rec.extra
+    if rec.id in _PROCESS_WIDE:
+        return _PROCESS_WIDE[rec.id]
     if extra.get("needs_cuda") and not torch.cuda.is_available():
         return "needs CUDA"
     if extra.get("launcher") == "torchrun":

@@ -112,6 +112,34 @@ convert_to_float8_training($model, config=config, module_filter_fn=_fp8_eligible
 $model.compile()  # fuses the amax/scale computations into neighbouring kernels
 '''
 
+FP8_INFER = '''\
+# Assumes: $model and $inputs, inference on an FP8-capable GPU (compute capability >= 8.9:
+# Ada, Hopper, Blackwell). pip install torchao. Linear weights stored in float8 (e4m3) with one
+# scale per row, activations quantized per row on the fly: FP8 tensor-core GEMMs, half the
+# bf16 weight bytes. Check accuracy on your data.
+import torch
+from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
+with torch.inference_mode():
+    output = $call
+'''
+
+INT8_GPU = '''\
+# Assumes: $model and $inputs, inference on a GPU with int8 tensor cores. pip install torchao.
+# Linear weights in int8 (one scale per channel), activations quantized per token on the fly
+# (W8A8): int8 tensor-core GEMMs, half the bf16 weight bytes. Check accuracy on your data
+# (SmoothQuant-style calibration helps models with activation outliers).
+import torch
+from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Int8DynamicActivationInt8WeightConfig())
+with torch.inference_mode():
+    output = $call
+'''
+
 CHANNELS_LAST = '''\
 # Assumes: $model (a convolutional network) and $inputs.
 # NHWC layout: tensor-core convolutions without NCHW<->NHWC transposes around every conv.
@@ -141,11 +169,13 @@ $model.compile(mode=$v_mode)  # in place: state_dict keys stay the same
 '''
 
 CUDA_GRAPHS = '''\
-# Assumes: $model. "reduce-overhead" records CUDA graphs: the whole step replays with one
-# launch instead of one per kernel. Keep input shapes fixed (drop_last=True or pad the last batch).
+# Assumes: $model. The "cudagraphs" backend records CUDA graphs: the whole step replays with one
+# launch instead of one per kernel, the kernels themselves unchanged (a torch.compile step
+# after this one adds kernel fusion with mode="reduce-overhead", graphs included).
+# Keep input shapes fixed (drop_last=True or pad the last batch).
 import torch
 
-$model.compile(mode="reduce-overhead")
+$model.compile(backend="cudagraphs")
 '''
 
 SDPA = '''\
@@ -235,10 +265,21 @@ else:
         )
     if strategy.endswith("offload"):
         options["offload_policy"] = CPUOffloadPolicy()
+    # True (FSDP's default): each block's weights are freed after its forward and gathered
+    # again for its backward. False: kept until backward, one all-gather per block instead
+    # of two, at the cost of holding the unsharded weights through the step.
+    reshard_after_forward = $v_reshard_after_forward
     block_lists = [m for m in $model.modules() if isinstance(m, torch.nn.ModuleList)]
-    for block in max(block_lists, key=len, default=[]):
-        fully_shard(block, **options)
-    fully_shard($model, **options)
+    blocks = list(max(block_lists, key=len, default=[]))
+    for block in blocks:
+        fully_shard(block, reshard_after_forward=reshard_after_forward, **options)
+    fully_shard($model, reshard_after_forward=reshard_after_forward, **options)
+    # Prefetch one block ahead in both passes (FSDP2 does this implicitly; explicit, it also
+    # holds when the CPU runs behind). FSDP1's equivalents: forward_prefetch=True,
+    # backward_prefetch=BackwardPrefetch.BACKWARD_PRE, limit_all_gathers=True.
+    for current, following in zip(blocks, blocks[1:]):
+        current.set_modules_to_forward_prefetch([following])
+        following.set_modules_to_backward_prefetch([current])
 ''' + _REMAKE_OPTIMIZER + _TO_DEVICE + '''
 
 # The optimizer must see the wrapped (sharded) parameters.
@@ -315,6 +356,120 @@ if $v_dp > 1:
     fully_shard($model, mesh=mesh["dp"])
 '''
 
+EXPERT_PARALLEL = '''\
+# Assumes: $model (a mixture-of-experts model whose experts modules stack their weights on
+# dim 0 and are called as experts(tokens, top_k_index, top_k_weights): transformers 5's
+# Mixtral, Qwen-MoE, DeepSeek-V3, ...), $inputs, $optimizer and $loss_fn(output) -> scalar.
+# Save as train.py and launch one process per device ($v_dp x $v_ep in all; on more than one
+# node add --nnodes=N --rdzv-endpoint=HOST:PORT):
+#     torchrun --nproc_per_node=$v_nproc train.py
+# Expert parallel over $v_ep devices: each keeps num_experts / $v_ep experts of every MoE
+# layer; tokens go to the device holding their expert and back (two all-to-alls per layer and
+# pass). The rest of the model is replicated; each expert is replicated over the $v_dp
+# devices holding the same experts ("dp" below). Gradients are averaged explicitly after
+# backward, so the split is easy to read; shard the dense part with FSDP for large models.
+import inspect
+import os
+
+import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
+from torch.distributed.device_mesh import init_device_mesh
+
+use_cuda = torch.cuda.is_available()
+local_rank = int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+if use_cuda:
+    torch.cuda.set_device(device)
+mesh = init_device_mesh(device.type, ($v_dp, $v_ep), mesh_dim_names=("dp", "ep"))
+ep_group, dp_group = mesh["ep"].get_group(), mesh["dp"].get_group()
+ep_rank, ep_size = mesh["ep"].get_local_rank(), $v_ep
+
+
+def _is_experts(module):
+    # The profiler's rule: an integer num_experts, every own weight stacked that many times.
+    num = getattr(module, "num_experts", None)
+    own = list(module.parameters(recurse=False))
+    return (isinstance(num, int) and num >= 2 and bool(own) and not hasattr(module, "top_k")
+            and all(p.dim() >= 2 and p.shape[0] == num for p in own))
+
+
+def _exchange(values, splits_out, splits_in):
+    # all-to-all of rows; differentiable (backward sends the gradients the other way)
+    out = values.new_empty((sum(splits_out), *values.shape[1:]))
+    return dist_fn.all_to_all_single(out, values.contiguous(), splits_out, splits_in,
+                                     group=ep_group)
+
+
+def _expert_parallel(experts):
+    """Keep this device's slice of the stacked experts; route tokens with all-to-alls."""
+    total = experts.num_experts
+    if total % ep_size:
+        raise ValueError(f"{total} experts cannot be split over {ep_size} devices")
+    local = total // ep_size
+    first = ep_rank * local
+    for name, param in list(experts.named_parameters(recurse=False)):
+        sliced = torch.nn.Parameter(param.detach()[first:first + local].clone())
+        sliced.aiadvisor_expert = True
+        setattr(experts, name, sliced)
+    experts.num_experts = local
+    forward = experts.forward
+
+    def ep_forward(hidden_states, top_k_index, top_k_weights):
+        top_k = top_k_index.shape[1]
+        flat = top_k_index.reshape(-1)
+        order = torch.argsort(torch.div(flat, local, rounding_mode="floor"), stable=True)
+        send = torch.bincount(torch.div(flat, local, rounding_mode="floor"),
+                              minlength=ep_size)
+        recv = torch.empty_like(send)
+        dist.all_to_all_single(recv, send, group=ep_group)  # how many rows come from whom
+        send, recv = send.tolist(), recv.tolist()
+        token_of = torch.div(order, top_k, rounding_mode="floor")
+        tokens = _exchange(hidden_states[token_of], recv, send)
+        weights = _exchange(top_k_weights.reshape(-1, 1)[order], recv, send)
+        index = flat.new_empty(sum(recv))
+        dist.all_to_all_single(index, flat[order].contiguous(), recv, send, group=ep_group)
+        # The model's own expert code on the rows sent here (one expert slot each), with the
+        # global expert ids turned into this device's slots.
+        out = forward(tokens, (index - first).unsqueeze(-1), weights.to(top_k_weights.dtype))
+        back = _exchange(out, send, recv)
+        combined = torch.zeros_like(hidden_states)
+        return combined.index_add(0, token_of, back.to(combined.dtype))
+
+    experts.forward = ep_forward
+
+
+for module in list($model.modules()):
+    if _is_experts(module):
+        _expert_parallel(module)
+$model = $model.to(device)
+''' + _REMAKE_OPTIMIZER + _TO_DEVICE + '''
+
+def _average_gradients():
+    world = dist.get_world_size()
+    for param in $model.parameters():
+        if param.grad is None:
+            continue
+        # Dense weights: summed over every device. Experts: over the devices holding the same
+        # experts; their gradients already hold all of the ep group's tokens (all-to-all).
+        group = dp_group if getattr(param, "aiadvisor_expert", False) else None
+        dist.all_reduce(param.grad, group=group)
+        param.grad.div_(world)
+
+
+$optimizer = _same_optimizer($optimizer, $model.parameters())
+$inputs = _to_device($inputs, device)  # each rank should read its own part of the data
+for step in range($v_num_steps):
+    loss = $loss_fn($call)
+    loss.backward()
+    _average_gradients()
+    $optimizer.step()
+    $optimizer.zero_grad(set_to_none=True)
+    if dist.get_rank() == 0:
+        print(f"step {step}: loss {loss.item():.4f}")
+dist.destroy_process_group()
+'''
+
 PIPELINE_PARALLEL = '''\
 # Assumes: $model (blocks in an nn.ModuleList), $inputs (one micro-batch) and
 # $loss_fn(output) -> scalar loss. Launch with  torchrun --nproc_per_node=$v_pp train.py
@@ -383,6 +538,36 @@ import torch
 ''' + _REMAKE_OPTIMIZER + '''
 
 $optimizer = _same_optimizer($optimizer, $model.parameters(), foreach=True, fused=None)
+'''
+
+CPU_THREADS = '''\
+# Assumes: $model and $inputs. Intra-op threads for the $v_threads cores this process can use
+# (PyTorch runs $v_current now).
+# Run it before the model's first call; in a script, export OMP_NUM_THREADS=$v_threads before
+# Python starts instead (it also sizes OpenMP and MKL pools that torch does not manage).
+import os
+import time
+
+import torch
+
+os.environ["OMP_NUM_THREADS"] = str($v_threads)  # inherited by processes started from here
+torch.set_num_threads($v_threads)  # the threads each matmul/convolution is split over
+try:
+    # Eager PyTorch runs one op at a time: one inter-op thread avoids idle pools competing
+    # for the same cores (used by TorchScript forks and some async ops).
+    torch.set_num_interop_threads(1)
+except RuntimeError:
+    pass  # only settable before the first parallel work: restart the kernel to change it
+
+# Time one forward to compare with the setting before (eval mode, then the mode it had).
+was_training = $model.training
+$model.eval()
+with torch.inference_mode():
+    $call  # warm-up
+    start = time.perf_counter()
+    $call
+print(f"{torch.get_num_threads()} threads: forward {time.perf_counter() - start:.4f} s")
+$model.train(was_training)
 '''
 
 DATALOADER = '''\
@@ -458,6 +643,31 @@ from torch.utils.data import DataLoader
 
 batch_size = $v_batch_size
 loader = DataLoader($dataset, batch_size=batch_size, shuffle=True, drop_last=True)
+'''
+
+LARGER_BATCH_INFER = '''\
+# Assumes: $model and `requests`, a list of inputs each shaped like $inputs (one request).
+# Throughput serving: run $v_batch_size requests per call instead of $v_old_batch_size. Each call
+# takes longer and a request waits for its batch to fill: latency rises with throughput.
+import torch
+
+batch_size = $v_batch_size
+
+
+def _cat(items):
+    first = items[0]
+    if isinstance(first, torch.Tensor):
+        return torch.cat(items)  # requests of one length (pad variable-length ones)
+    if isinstance(first, dict):
+        return {k: _cat([item[k] for item in items]) for k in first}
+    return type(first)(_cat(list(parts)) for parts in zip(*items))
+
+
+def serve(requests):
+    with torch.inference_mode():
+        for start in range(0, len(requests), batch_size):
+            $inputs = _cat(requests[start:start + batch_size])
+            yield $call
 '''
 
 DYNAMIC_INT8 = '''\
@@ -710,6 +920,8 @@ SNIPPETS: dict[str, Snippet] = {
     "autocast_train": Snippet(template=AUTOCAST_TRAIN),
     "autocast_infer": Snippet(template=AUTOCAST_INFER),
     "fp8": Snippet(template=FP8_TORCHAO, requires=("torchao",), needs_cuda=True),
+    "fp8_infer": Snippet(template=FP8_INFER, requires=("torchao",), needs_cuda=True),
+    "int8_gpu": Snippet(template=INT8_GPU, requires=("torchao",), needs_cuda=True),
     "channels_last": Snippet(template=CHANNELS_LAST),
     "torch_compile": Snippet(template=TORCH_COMPILE),
     "cuda_graphs": Snippet(template=CUDA_GRAPHS, needs_cuda=True),
@@ -719,14 +931,17 @@ SNIPPETS: dict[str, Snippet] = {
     "deepspeed": Snippet(template=DEEPSPEED_ZERO, requires=("deepspeed",), needs_cuda=True,
                          launcher="torchrun"),
     "tensor_parallel": Snippet(template=TENSOR_PARALLEL, launcher="torchrun"),
+    "expert_parallel": Snippet(template=EXPERT_PARALLEL, launcher="torchrun"),
     "pipeline_parallel": Snippet(template=PIPELINE_PARALLEL, needs_cuda=True, launcher="torchrun"),
     "optimizer_8bit": Snippet(template=OPTIMIZER_8BIT, requires=("bitsandbytes",),
                               needs_cuda=True),
     "fused_optimizer": Snippet(template=FUSED_OPTIMIZER),
     "foreach_optimizer": Snippet(template=FUSED_OPTIMIZER_FOREACH),
     "dataloader": Snippet(template=DATALOADER),
+    "cpu_threads": Snippet(template=CPU_THREADS),
     "grad_accumulation": Snippet(template=GRAD_ACCUMULATION),
     "larger_batch": Snippet(template=LARGER_BATCH),
+    "larger_batch_infer": Snippet(template=LARGER_BATCH_INFER),
     "dynamic_int8": Snippet(template=DYNAMIC_INT8),
     "embedding_int8": Snippet(template=EMBEDDING_INT8),
     "weight_only_int4": Snippet(template=WEIGHT_ONLY_INT4, requires=("torchao",),

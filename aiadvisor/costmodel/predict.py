@@ -336,10 +336,12 @@ def _data_parallel(prof, parallel, coll, windows, grad_bytes, gather_bytes, num_
     # backward, prefetched one unit ahead; gradients reduce-scattered per unit, in every
     # accumulation step's backward (FSDP's default and DeepSpeed ZeRO-3's: each keeps only its
     # shard of the gradients). The first gather and the last reduce-scatter have no compute
-    # to hide behind.
+    # to hide behind. Without resharding after forward the gathered weights stay until
+    # backward: one gather per micro-batch.
     gather = coll("all_gather", gather_bytes, dp, tp)
     rs = coll("reduce_scatter", grad_bytes, dp, tp)
-    total = (2 * gather + rs) * parallel.grad_accum_steps
+    gathers = 2 if parallel.reshard_after_forward else 1
+    total = (gathers * gather + rs) * parallel.grad_accum_steps
     first_last = (gather + rs) / units if nets is not None else None
     return exposed_time_s(total, forward + backward, overlap=OVERLAP, min_exposed_s=first_last)
 

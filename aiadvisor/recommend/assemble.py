@@ -119,11 +119,13 @@ class ReportTables:
     def _plan_for(self, precision: str) -> tuple[ParallelConfig, bool]:
         """The planner's best plan at ``precision`` (the report's own at its precision)."""
         if precision == self.precision_name:
-            return self._chosen[:2]
-        table = plan_parallel_table(self.profile, spec=self.spec, num_devices=self.num_devices,
-                                    precision=precision, parts=self._parts_for(precision),
-                                    predictor=self._predictor)
-        return _chosen_plan(table, [])
+            table = self.parallel
+        else:
+            table = plan_parallel_table(self.profile, spec=self.spec,
+                                        num_devices=self.num_devices, precision=precision,
+                                        parts=self._parts_for(precision),
+                                        predictor=self._predictor)
+        return _chosen_plan(table, [], expert_parallel=True)
 
     @property
     def plan(self) -> pd.DataFrame:
@@ -211,22 +213,27 @@ def compute(base: ModelProfile, *, spec: HardwareSpec, specs: list[HardwareSpec]
                         predictor=predictor, applied=applied)
 
 
-def _chosen_plan(parallel: pd.DataFrame, notes: list[str]) -> tuple[ParallelConfig, bool]:
-    """The best row; when nothing fits, say so (with the advice) and use the leanest row."""
+def _chosen_plan(parallel: pd.DataFrame, notes: list[str], *,
+                 expert_parallel: bool = False) -> tuple[ParallelConfig, bool]:
+    """The best row; when nothing fits, say so (with the advice) and use the leanest row.
+
+    Expert-parallel rows are estimates on top of a base plan (:mod:`.expert_parallel`): the
+    report's own prediction uses the best plan without EP; with ``expert_parallel`` an EP row
+    that ranks first and fits is returned (the stacked plan then has an EP step with its
+    code)."""
     advice = parallel.attrs.get("advice") or ""
     if advice:
         notes.append(advice)
     if "ep" in parallel.columns and (parallel["ep"] > 1).any():
-        # Expert-parallel rows are estimates on top of a base plan. A ParallelConfig carries
-        # ep_degree and Predictor.plan predicts it, but the recommendations' memory arithmetic
-        # and code templates have no EP yet: use the best plan without EP for the report and
-        # name the EP one.
         top = parallel.iloc[0]
         if top["ep"] > 1 and top["fits"]:
+            if expert_parallel:
+                return _config_from_row(top), True
             notes.append(f"{top['strategy']} ranks first (expert parallel over {top['ep']} "
                          f"devices, {top['step_time_s']:.3g} s per step, an estimate); the "
-                         "prediction and code below use the best plan without expert "
-                         "parallelism. See the parallelism table for EP plans.")
+                         "prediction below uses the best plan without expert parallelism; "
+                         "the plan has an expert-parallel step (with its code) where an EP "
+                         "plan ranks first at the plan's precision.")
         parallel = parallel[parallel["ep"] == 1]
     best = parallel.iloc[0]
     if not best["fits"]:

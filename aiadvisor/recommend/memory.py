@@ -310,6 +310,10 @@ def model_state_memory(prof: ModelProfile, config: ParallelConfig, *,
         weights /= dp
         # current + prefetched unit's weights, and the unit's full gradients before reduce-scatter
         gathered = (2 if prof.num_blocks else 1) * unit * w_b + unit_trainable * g_b
+        if not config.reshard_after_forward:
+            # every unit's gathered weights are held from its forward to its backward: at the
+            # start of backward the whole (unsharded) model is on the device
+            gathered = params * w_b + unit_trainable * g_b
     if config.offload:
         # ZeRO-Offload (stage 2) / ZeRO-Infinity, FSDP CPUOffload (stage 3): optimizer state and
         # gradients (and with stage 3 the weight shards) live in host memory; the device keeps

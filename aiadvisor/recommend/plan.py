@@ -5,8 +5,9 @@ device holding a full replica) and applies, in the order a user would apply them
 
 1. one precision step (TF32, bf16 or fp16 autocast: mutually exclusive, so the fastest is the
    step and the others are listed as its alternatives);
-2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor and
-   pipeline parallel, activation checkpointing, gradient accumulation), one component a step;
+2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor,
+   pipeline and expert parallel, activation checkpointing, gradient accumulation), one
+   component a step;
 3. the kernel, memory and model tactics of :mod:`.tactics`, in :data:`RULE_ORDER`.
 
 Each rule runs on a :class:`~.tactics.Context` that carries the earlier steps (their precision,
@@ -27,21 +28,24 @@ from ..codegen import CodeNames
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import fmt_bytes
 from . import tactics, transforms
-from .memory import PartsSource, device_memory, usable_bytes
+from .memory import PartsSource, usable_bytes
 from .precision import support_level
 from .predictor import Predictor, layout, speedup
-from .tactics import MIN_SPEEDUP, Context
+from .tactics import MIN_SPEEDUP, Context, plan_memory
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The order of the tactic steps after the precision and parallel-plan steps: kernels first
+#: The order of the tactic steps after the precision and parallel-plan steps: the parallel
+#: plan's own settings (FSDP resharding), the CPU's thread pools (their step changes no state:
+#: the steps after it are priced at the threads as they are, a conservative product), kernels
 #: (they change what later steps see), then memory, batch, model changes and deployment. CUDA
 #: graphs lead the kernel steps (after the fused optimizer, whose launches a graph of forward and
 #: backward does not capture): while Python issues every kernel (a host-bound step at small
 #: batch), faster kernels gain nothing, so they are priced on the replayed step.
-RULE_ORDER = ("sdpa", "fused_optimizer", "cuda_graphs", "fp8", "channels_last", "torch_compile",
-              "dataloader", "optimizer_8bit", "larger_batch", "sparsity_24",
+RULE_ORDER = ("fsdp_overlap", "cpu_threads", "sdpa", "fused_optimizer", "cuda_graphs", "fp8",
+              "channels_last", "torch_compile", "dataloader", "optimizer_8bit", "larger_batch",
+              "sparsity_24",
               "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
@@ -52,7 +56,8 @@ EXCLUSIVE = (("fp8", "weight_only_int4", "dynamic_int8"), ("torch_compile", "onn
              ("larger_batch", "serving"))
 #: Components of a parallel plan, in the order they are added to plain data parallel.
 STRUCTURE_TACTICS = ("fsdp", "deepspeed_zero", "cpu_offload", "tensor_parallel",
-                     "pipeline_parallel", "activation_checkpointing", "grad_accumulation")
+                     "pipeline_parallel", "expert_parallel", "activation_checkpointing",
+                     "grad_accumulation")
 #: A memory step is kept when it saves at least this share of the per-device memory (or makes
 #: the step fit); a smaller saving with no speed gain is noise.
 MIN_MEMORY_SHARE = 0.05
@@ -168,8 +173,8 @@ class _Builder:
     def memory(self, state: State) -> float:
         parts = self.parts_for(state.precision)
         micro = layout(state.config, state.batch_size).micro_batch
-        mem = device_memory(self.base_prof, state.config, precision=state.precision,
-                            parts=parts, micro_batch=micro)
+        mem = plan_memory(self.base_prof, state.config, precision=state.precision,
+                          parts=parts, micro_batch=micro)
         return max(0.0, mem.total_bytes - state.saved_bytes)
 
     def fits(self, state: State) -> bool | None:
@@ -292,6 +297,9 @@ def _components(start: ParallelConfig, target: ParallelConfig):
                                      dp_degree=target.dp_degree,
                                      num_microbatches=target.num_microbatches)
         yield "pipeline_parallel", config
+    if target.ep_degree > 1:  # after tp/pp: the experts split the final data-parallel group
+        config = dataclasses.replace(config, ep_degree=target.ep_degree)
+        yield "expert_parallel", config
     if target.checkpointing != "none":
         config = dataclasses.replace(config, checkpointing=target.checkpointing)
         yield "activation_checkpointing", config
@@ -344,7 +352,13 @@ def _nf4(state: State, rec: Recommendation) -> State:
     return dataclasses.replace(state, precision="nf4", config=ParallelConfig())
 
 
+def _kept_gathered(state: State, rec: Recommendation) -> State:
+    config = dataclasses.replace(state.config, reshard_after_forward=False)
+    return dataclasses.replace(state, config=config)
+
+
 EFFECTS: dict[str, Callable[[State, Recommendation], State]] = {
+    "fsdp_overlap": _kept_gathered,
     "sdpa": _with(transforms.fused_attention, saves=True),
     "fp8": _precision("fp8"),
     "fused_optimizer": _with(transforms.fused_optimizer),

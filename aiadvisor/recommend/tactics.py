@@ -10,7 +10,8 @@ The tactics come from the seed articles (TF32, mixed precision, FP8, channels_la
 torch.compile, CUDA graphs, fused attention, activation checkpointing, FSDP vs DDP, ZeRO,
 Megatron 3D parallelism, 8-bit optimizers and embeddings, DataLoader prefetch and pinned memory,
 dynamic batching, GPTQ/AWQ/NF4, 2:4 sparsity, distillation and pruning, ONNX Runtime/TensorRT
-export, vLLM/TGI serving).
+export, vLLM/TGI serving) and the issue's additions (FSDP resharding and prefetch, expert
+parallel, CPU thread settings, FP8 / W8A8 int8 / fp16 inference on GPUs).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from ..codegen import SNIPPETS, CodeNames, snippet
 from ..errors import AIAdvisorError
 from ..estimate import bubble_fraction
+from ..hardware.threads import ThreadSettings, is_local_cpu, thread_settings
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
 from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
 from . import transforms
@@ -35,6 +37,20 @@ MIN_SPEEDUP = 1.03
 #: Host-to-device copy bandwidth: PCIe 4.0 x16 is 32 GB/s per direction; about 25 GB/s is
 #: what pinned-memory copies reach (NVIDIA bandwidthTest sample on A100 PCIe hosts).
 PCIE_COPY_GBS = 25.0
+
+def plan_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
+                parts: ActivationParts, micro_batch: int | None = None):
+    """:func:`~.memory.device_memory`, or with ``ep_degree`` > 1 the experts split over the
+    expert-parallel group (:func:`~.expert_parallel.expert_parallel_memory`)."""
+    if config.ep_degree > 1:
+        from .expert_parallel import expert_parallel_memory
+
+        return expert_parallel_memory(prof, dataclasses.replace(config, ep_degree=1),
+                                      config.ep_degree, precision=precision, parts=parts,
+                                      micro_batch=micro_batch)
+    return device_memory(prof, config, precision=precision, parts=parts,
+                         micro_batch=micro_batch)
+
 
 Rule = Callable[["Context"], "Recommendation | None"]
 RULES: list[tuple[str, Rule]] = []
@@ -68,6 +84,9 @@ class Context:
     """What-if rewrites of the whole-step profile made by earlier steps of a plan (fusion,
     fused attention, ...): every prediction of this context includes them, so a rule prices
     its tactic on top of those steps (:mod:`.plan`)."""
+    threads: ThreadSettings | None = None
+    """The attached CPU's thread pools (read from this process when None and the spec is the
+    attached CPU, :func:`aiadvisor.hardware.threads.thread_settings`)."""
     _base: Prediction | None = None
     _steps: dict = dataclasses.field(default_factory=dict)
     """Transformed step profiles by (profile, plan, transforms); a plan shares one across its
@@ -81,6 +100,10 @@ class Context:
         precision = precision or self.precision
         if not self.transforms:
             return self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        if parallel.ep_degree > 1:
+            base = dataclasses.replace(parallel, ep_degree=1)
+            return self._with_ep(self.predict(prof, precision=precision, parallel=base),
+                                 prof, precision, parallel)
         try:
             step = self.step_of(prof, parallel)
         except AIAdvisorError:
@@ -107,8 +130,25 @@ class Context:
 
     def predict_step(self, step_prof: ModelProfile) -> Prediction | None:
         """The cost model on a (transformed) whole-step profile under the chosen plan."""
+        if self.config.ep_degree > 1:
+            base = dataclasses.replace(self.config, ep_degree=1)
+            pred = self.predictor.outcome(step_prof, self.spec, precision=self.precision,
+                                          parallel=base).prediction
+            return self._with_ep(pred, self.prof, self.precision, self.config)
         return self.predictor.outcome(step_prof, self.spec, precision=self.precision,
                                       parallel=self.config).prediction
+
+    def _with_ep(self, pred: Prediction | None, prof: ModelProfile, precision: str,
+                 parallel: ParallelConfig) -> Prediction | None:
+        """``pred`` (a what-if of the plan without EP) plus what EP adds to that plan on the
+        untransformed profile: its all-to-alls, expert-gradient reduction and imbalance
+        (:mod:`.expert_parallel`), taken as unchanged by kernel-level rewrites."""
+        with_ep = self.predictor(prof, self.spec, precision=precision, parallel=parallel)
+        without = self.predictor(prof, self.spec, precision=precision,
+                                 parallel=dataclasses.replace(parallel, ep_degree=1))
+        if pred is None or with_ep is None or without is None:
+            return None
+        return _shifted(pred, with_ep.step_time_s - without.step_time_s)
 
     @property
     def base(self) -> Prediction | None:
@@ -149,7 +189,7 @@ class Context:
         if precision != self.precision:
             source = self.parts_for or PartsSource(self.prof)
             parts = source(precision)
-        return device_memory(self.prof, config or self.config, precision=precision, parts=parts)
+        return plan_memory(self.prof, config or self.config, precision=precision, parts=parts)
 
     @property
     def usable_bytes(self) -> float | None:
@@ -239,8 +279,13 @@ def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recom
     saving = ctx.memory().total_bytes - ctx.memory(precision=target).total_bytes
     peak = getattr(ctx.spec, f"{target}_tflops")
     dtype = {"bf16": "bfloat16", "fp16": "float16"}[target]
-    risk = ("fp16 needs loss scaling (GradScaler, included)" if target == "fp16"
-            else "bf16 keeps fp32's range, so no loss scaling")
+    if not ctx.train:
+        risk = ("fp16 keeps 3 more mantissa bits than bf16 but overflows above 65504: check "
+                "the outputs" if target == "fp16" else "bf16 keeps fp32's range")
+    elif target == "fp16":
+        risk = "fp16 needs loss scaling (GradScaler, included)"
+    else:
+        risk = "bf16 keeps fp32's range, so no loss scaling"
     return _make(
         ctx, tactic_id=tactic_id, title=title, category="precision",
         rationale=(f"The step runs in {ctx.precision}; {ctx.spec.name} has {peak:g} dense "
@@ -260,10 +305,11 @@ def bf16_autocast(ctx: Context) -> Recommendation | None:
 
 @rule("fp16_autocast")
 def fp16_autocast(ctx: Context) -> Recommendation | None:
-    if support_level(ctx.spec, "bf16") == "full":
-        return None  # bf16 is the safer choice where it exists
-    return _autocast(ctx, "fp16", tactic_id="fp16_autocast",
-                     title="Mixed precision: fp16 autocast with loss scaling")
+    if ctx.train and support_level(ctx.spec, "bf16") == "full":
+        return None  # bf16 is the safer choice for training where it exists (no loss scaling)
+    title = ("Mixed precision: fp16 autocast with loss scaling" if ctx.train
+             else "Half precision: fp16 weights and autocast")
+    return _autocast(ctx, "fp16", tactic_id="fp16_autocast", title=title)
 
 
 @rule("fp8")
@@ -276,12 +322,20 @@ def fp8(ctx: Context) -> Recommendation | None:
     gain = _gain(ctx, ctx.predict(precision="fp8"))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
+    peaks = (f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} runs FP8 "
+             f"at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16")
+    if not ctx.train:
+        return _make(
+            ctx, tactic_id="fp8", title="FP8 weights and activations (torchao)",
+            category="precision",
+            rationale=(f"{peaks}; FP8 weights are half the bf16 bytes. Per-row scales "
+                       "(included); check accuracy on your data."),
+            snippet_id="fp8_infer", gain=gain, trigger={"gemm_flops_share": share},
+        )
     return _make(
         ctx, tactic_id="fp8", title="FP8 matmuls (torchao / Transformer Engine)",
         category="precision",
-        rationale=(f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} "
-                   f"runs FP8 at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16; "
-                   "needs scaling recipes (included) and a check of the loss curve."),
+        rationale=f"{peaks}; needs scaling recipes (included) and a check of the loss curve.",
         snippet_id="fp8", values={"recipe": "tensorwise", "min_features": 1024}, gain=gain,
         trigger={"gemm_flops_share": share},
     )
@@ -322,13 +376,19 @@ def torch_compile(ctx: Context) -> Recommendation | None:
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     moved = sum(op.bytes_total for op in memory_ops)
+    # After the CUDA-graphs step (graphs only, backend="cudagraphs") the same module gets
+    # Inductor with its graphs: one compile call, which replaces the earlier one.
+    graphed = ctx.spec.graph_replay
     return _make(
         ctx, tactic_id="torch_compile", title="torch.compile: fuse memory-bound ops",
         category="speed",
         rationale=(f"{sum(op.count for op in memory_ops):.0f} memory-bound op calls move "
                    f"{fmt_bytes(moved)} per step for each device's batch; TorchInductor fuses "
-                   "chains of them into single kernels."),
-        snippet_id="torch_compile", values={"mode": "default"}, gain=gain,
+                   "chains of them into single kernels."
+                   + (" mode=\"reduce-overhead\" keeps the CUDA graphs of the step before "
+                      "(this call replaces its backend=\"cudagraphs\" one)." if graphed else "")),
+        snippet_id="torch_compile",
+        values={"mode": "reduce-overhead" if graphed else "default"}, gain=gain,
         trigger={"memory_bound_bytes": moved},
     )
 
@@ -442,9 +502,50 @@ def fsdp(ctx: Context) -> Recommendation | None:
             f"Sharding over {c.dp_degree} devices needs {fmt_bytes(mine.total_bytes)}."),
         snippet_id="distributed",
         values={"strategy": strategy, "nproc": min(ctx.num_devices, 8),
-                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10},
+                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+                "reshard_after_forward": c.reshard_after_forward},
         gain=gain, memory_saving_bytes=ddp.total_bytes - mine.total_bytes,
         trigger={"ddp_bytes_per_device": ddp.total_bytes},
+    )
+
+
+@rule("fsdp_overlap")
+def fsdp_overlap(ctx: Context) -> Recommendation | None:
+    """FSDP without resharding after forward, where the exposed all-gathers cost >= 3 % and the
+    unsharded weights fit: priced by the cost model's overlap model (one gather per unit and
+    micro-batch instead of two, the same share hidden under compute)."""
+    c, capacity, base = ctx.config, ctx.usable_bytes, ctx.base
+    if not ctx.train or c.zero_stage != 3 or c.offload or not c.reshard_after_forward \
+            or base is None or capacity is None or base.communication_s <= 0:
+        return None
+    kept = _plan(ctx, reshard_after_forward=False)
+    before, after = ctx.memory(), ctx.memory(kept)
+    if after.total_bytes > capacity:
+        return None
+    new = ctx.predict(parallel=kept)
+    gain = _gain(ctx, new)
+    if gain is None or new is None or gain.point < MIN_SPEEDUP:
+        return None
+    share = base.communication_s / base.step_time_s
+    return _make(
+        ctx, tactic_id="fsdp_overlap",
+        title="FSDP: keep gathered weights from forward to backward (reshard_after_forward=False)",
+        category="parallelism",
+        rationale=(f"Exposed communication is {_pct(share)} of the step "
+                   f"({fmt_seconds(base.communication_s)} of {fmt_seconds(base.step_time_s)}): "
+                   f"FSDP gathers every block's weights twice a step, for forward and again for "
+                   f"backward, and not all of it hides under compute. Keeping them gathered "
+                   f"halves the all-gathers (exposed: {fmt_seconds(new.communication_s)}) and "
+                   f"needs {fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)} ({fmt_bytes(capacity)} usable). The code "
+                   "also prefetches one block ahead in both passes."),
+        snippet_id="distributed",
+        values={"strategy": "fsdp", "nproc": min(ctx.num_devices, 8),
+                "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+                "reshard_after_forward": False},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"exposed_communication_share": share,
+                 "bytes_per_device_unsharded": after.total_bytes},
     )
 
 
@@ -530,6 +631,37 @@ def pipeline_parallel(ctx: Context) -> Recommendation | None:
     )
 
 
+@rule("expert_parallel")
+def expert_parallel(ctx: Context) -> Recommendation | None:
+    c, moe = ctx.config, ctx.prof.moe
+    if c.ep_degree < 2 or moe is None:
+        return None
+    without = dataclasses.replace(c, ep_degree=1)
+    before, after = ctx.memory(without), ctx.memory()
+    gain = _gain(ctx, ctx.base, ctx.predict(parallel=without))
+    local = moe.num_experts // c.ep_degree
+    caveat = ("" if c.zero_stage == 0 and c.tp_degree == c.pp_degree == 1 else
+              f" The script shows the expert split alone (dense weights replicated); the "
+              f"plan ({c.label}) also shards or splits the dense part as the steps above do.")
+    return _make(
+        ctx, tactic_id="expert_parallel",
+        title=f"Expert parallel over {c.ep_degree} devices ({local} experts each)",
+        category="parallelism",
+        rationale=(f"{moe.num_moe_layers} MoE layers of {moe.num_experts} experts (top-"
+                   f"{moe.top_k}): splitting them over {c.ep_degree} devices leaves {local} "
+                   f"per device and sends each token to its experts' device and back (two "
+                   f"all-to-alls per layer and pass, an estimate); "
+                   f"{fmt_bytes(after.total_bytes)} per device instead of "
+                   f"{fmt_bytes(before.total_bytes)}." + caveat),
+        snippet_id="expert_parallel",
+        values={"ep": c.ep_degree, "dp": c.dp_degree // c.ep_degree,
+                "nproc": min(c.dp_degree, 8), "num_steps": 10},
+        gain=gain, memory_saving_bytes=before.total_bytes - after.total_bytes,
+        trigger={"num_experts": moe.num_experts,
+                 "bytes_per_device_without_ep": before.total_bytes},
+    )
+
+
 @rule("cpu_offload")
 def cpu_offload(ctx: Context) -> Recommendation | None:
     c = ctx.config
@@ -541,7 +673,8 @@ def cpu_offload(ctx: Context) -> Recommendation | None:
     if c.zero_stage == 3:
         snippet_id, values = "distributed", {
             "strategy": "fsdp+offload", "nproc": min(ctx.num_devices, 8),
-            "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10}
+            "bf16": ctx.precision in ("bf16", "fp8"), "num_steps": 10,
+            "reshard_after_forward": True}
     else:  # ZeRO-Offload: stage 2 with the optimizer on the host (DeepSpeed)
         snippet_id, values = "deepspeed", {
             "stage": c.zero_stage, "offload": True, "nproc": min(ctx.num_devices, 8),
@@ -601,8 +734,8 @@ def _batch_options(ctx: Context, capacity: float):
     for config in configs:
         for factor in BATCH_FACTORS:
             batch = ctx.prof.batch_size * factor
-            mem = device_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
-                                micro_batch=layout(config, batch).micro_batch)
+            mem = plan_memory(ctx.prof, config, precision=ctx.precision, parts=ctx.parts,
+                              micro_batch=layout(config, batch).micro_batch)
             if mem.total_bytes > capacity:
                 break
             pred = ctx.predict(ctx.predictor.at(ctx.prof, batch), parallel=config)
@@ -627,6 +760,8 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         return None
     batch, config, gain, mem = best
     ckpt = config.checkpointing != ctx.config.checkpointing
+    if not ctx.train:
+        return _larger_inference_batch(ctx, batch, gain, mem, capacity)
     rec = _make(
         ctx, tactic_id="larger_batch",
         title=f"Larger batch: {batch} per device"
@@ -649,6 +784,31 @@ def larger_batch(ctx: Context) -> Recommendation | None:
         rec = dataclasses.replace(rec, code=ctx.render("checkpointing", selective=False)
                                   + "\n" + rec.code)
     return rec
+
+
+def _larger_inference_batch(ctx: Context, batch: int, gain: Speedup, mem: float,
+                            capacity: float) -> Recommendation:
+    """Inference: more requests per call is a throughput-for-latency trade; say both."""
+    base = ctx.base
+    new = ctx.predict(ctx.predictor.at(ctx.prof, batch))
+    call_s = new.step_time_s if new is not None else base.step_time_s * batch / gain.point
+    return _make(
+        ctx, tactic_id="larger_batch",
+        title=f"Throughput serving: {batch} requests per call (latency rises)",
+        category="speed",
+        rationale=(f"At batch {ctx.prof.batch_size} a call takes "
+                   f"{fmt_seconds(base.step_time_s)} and the device is underused; "
+                   f"{batch} requests per call take {fmt_seconds(call_s)}: "
+                   f"{gain.point:.2f}x the requests per second, but each request waits for "
+                   f"the longer call and for its batch to fill (a latency-for-throughput "
+                   f"trade; keep batch {ctx.prof.batch_size} where latency matters). "
+                   f"{fmt_bytes(mem)} of {fmt_bytes(capacity)} usable."),
+        snippet_id="larger_batch_infer",
+        values={"batch_size": batch, "old_batch_size": ctx.prof.batch_size}, gain=gain,
+        trigger={"free_bytes": capacity - ctx.memory().total_bytes,
+                 "call_s": base.step_time_s},
+        effect={"batch_size": batch, "checkpointing": ctx.config.checkpointing},
+    )
 
 
 @rule("optimizer_8bit")
@@ -721,11 +881,60 @@ def dataloader(ctx: Context) -> Recommendation | None:
     )
 
 
+@rule("cpu_threads")
+def cpu_threads(ctx: Context) -> Recommendation | None:
+    """More intra-op threads when PyTorch uses fewer than the cores the process may use.
+
+    Priced on the cost model's own breakdown (Amdahl): the compute-bound part of the step
+    (``compute_s``) is split over the threads, so it shrinks by ``threads now / cores``; the
+    memory-bound part (DRAM bandwidth saturates with a few cores) and the host's Python work
+    are kept as they are, so the gain is a lower bound. More threads than cores (a container
+    quota below the host's CPU count) is not priced: the calibration measured it as it is.
+    The cost model's CPU figures are taken as those of the current thread count (a benchmark
+    cached at another thread count is not rescaled).
+    """
+    if ctx.spec.kind != "cpu":
+        return None
+    settings = ctx.threads
+    if settings is None:
+        if not is_local_cpu(ctx.spec):
+            return None
+        settings = thread_settings()
+    base = ctx.base
+    now, cores = settings.intra_op_threads, settings.usable_cores
+    if base is None or now >= cores or base.compute_s <= 0:
+        return None
+    saved = base.compute_s * (1 - now / cores)
+    gain = _gain(ctx, _shifted(base, -saved))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="cpu_threads", title=f"CPU threads: {cores} intra-op threads, not {now}",
+        category="speed",
+        rationale=(f"PyTorch splits each op over {now} thread{'s' if now > 1 else ''} but the "
+                   f"process can use {cores} cores ({settings.source}). The compute-bound ops "
+                   f"take {fmt_seconds(base.compute_s)} of the "
+                   f"{fmt_seconds(base.step_time_s)} step; over {cores} threads they take "
+                   f"{fmt_seconds(base.compute_s * now / cores)} (memory-bound ops and Python "
+                   "overhead priced unchanged)."),
+        snippet_id="cpu_threads", values={"threads": cores, "current": now}, gain=gain,
+        trigger={"intra_op_threads": now, "usable_cores": cores,
+                 "compute_share": base.compute_s / base.step_time_s},
+    )
+
+
 # -- inference ------------------------------------------------------------------------------
 
 @rule("dynamic_int8")
 def dynamic_int8(ctx: Context) -> Recommendation | None:
-    if ctx.train or ctx.spec.kind != "cpu" or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
+    """Int8 Linear layers with activations quantized on the fly: fbgemm/oneDNN on a CPU,
+    int8 tensor cores (W8A8, torchao) on an NVIDIA GPU. GPUs are limited to datacenter and
+    workstation parts of Ampere or newer (a TF32 figure in the catalog), where torchao's int8
+    path is used; Turing and Jetson boards are left to TensorRT (the export step)."""
+    gpu = (ctx.spec.vendor == "NVIDIA" and ctx.spec.kind == "gpu"
+           and ctx.spec.tf32_tflops is not None and support_level(ctx.spec, "int8") == "full")
+    if ctx.train or not (ctx.spec.kind == "cpu" or gpu) \
+            or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8"]:
         return None
     share = ctx.flops_share("gemm")
     if share < 0.5:
@@ -737,6 +946,16 @@ def dynamic_int8(ctx: Context) -> Recommendation | None:
     # from bf16/fp16 (units.WEIGHT_BYTES, through the planner's weight memory).
     before = ctx.memory().weights_bytes
     after = ctx.memory(precision="int8").weights_bytes
+    if gpu:
+        return _make(
+            ctx, tactic_id="dynamic_int8", title="Int8 weights and activations (W8A8, torchao)",
+            category="precision",
+            rationale=(f"Linear layers are {_pct(share)} of the FLOPs and {ctx.spec.name} has "
+                       f"{ctx.spec.int8_tops:g} dense int8 TOPS; int8 weights take "
+                       f"{fmt_bytes(after)} instead of {fmt_bytes(before)} in {ctx.precision}."),
+            snippet_id="int8_gpu", gain=gain, memory_saving_bytes=before - after,
+            trigger={"gemm_flops_share": share},
+        )
     return _make(
         ctx, tactic_id="dynamic_int8", title="Dynamic int8 quantization on the CPU",
         category="precision",

@@ -155,14 +155,17 @@ def test_five_gpu_workloads_get_long_plans_of_distinct_tactics(five):
     steps = {name: [r.id for r in report.recommendations] for name, (report, _) in five.items()}
     # The issue asks for 5 steps on each. BERT-base inference at batch 1 on the L4 gets 4 since
     # eager PyTorch's host side is priced: the step is launch-bound, CUDA graphs take that part,
-    # and what torch.compile's fusion would add on top is under the 3 % floor (a goal not met).
+    # and what torch.compile's fusion would add on top is under the 3 % floor: 1.023x after the
+    # 4-bit weights, 1.020x after the larger batch (a goal not met). Its other choices are
+    # alternatives of one step each: fp16 beside bf16, FP8 and W8A8 int8 beside 4-bit weights.
     assert all(len(ids) >= 4 for ids in steps.values()), steps
     assert sum(len(ids) >= 5 for ids in steps.values()) >= 4, steps
     distinct = set().union(*map(set, steps.values()))
     offered = distinct | {a["id"] for report, _ in five.values()
                           for r in report.recommendations for a in r.extra.get("alternatives", ())}
-    assert len(distinct) >= 12, sorted(distinct)
-    assert len(offered) >= 15, sorted(offered)
+    assert len(distinct) >= 13, sorted(distinct)
+    assert len(offered) >= 17, sorted(offered)
+    assert {"fp16_autocast", "dynamic_int8", "fp8"} <= offered  # the L4's inference choices
     for report, _ in five.values():
         cumulative = report.plan["speedup_cumulative"].iloc[-1]
         assert math.isfinite(cumulative) and cumulative > 1
@@ -233,7 +236,9 @@ def test_tf32_switch_starts_the_plan_in_tf32():
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     first = after.recommendations[0]
-    assert first.id == "bf16_autocast" and not first.extra.get("alternatives")
+    # TF32 is no longer an alternative (it is on); fp16, as fast as bf16 for inference, is.
+    alternatives = {a["id"] for a in first.extra.get("alternatives", [])}
+    assert first.id == "bf16_autocast" and alternatives == {"fp16_autocast"}
     # bf16 on top of TF32 gains less than on top of fp32.
     assert first.predicted_speedup < before.recommendations[0].predicted_speedup
     assert any("starts in tf32" in s for s in after.plan.attrs["skipped"])

@@ -121,7 +121,11 @@ def test_rules_fire_where_their_numbers_say(scenarios):
         "gpt2_infer_xeon"]
     assert "distill_prune" in fired["gpt2_infer_orin"]
     assert {"channels_last", "dataloader"} <= fired["cnn_h100"]
-    assert {"fsdp", "fp8", "optimizer_8bit"} <= fired["llama8b_8"]
+    # FSDP's all-gathers are 7 % of the step exposed: keeping the gathered weights (15 GiB
+    # more per device) gains 5 %; the optimizer state is then under a quarter of the memory,
+    # so the 8-bit optimizer is not offered there (it is for 70B on 32 devices).
+    assert {"fsdp", "fsdp_overlap", "fp8"} <= fired["llama8b_8"]
+    assert "optimizer_8bit" not in fired["llama8b_8"]
     assert "cpu_offload" in fired["llama70b_8"]
     assert {"tensor_parallel", "pipeline_parallel"} & fired["llama70b_32"]
     assert "pipeline_parallel" in fired["llama70b_32_ethernet"]
@@ -136,8 +140,11 @@ def test_every_rule_is_conditional(scenarios):
     every = {tactic_id for tactic_id, _ in RULES}
     assert len(every) >= 20
     fired_somewhere = set().union(*fired)
-    never_fired = every - fired_somewhere - {"deepspeed_zero", "grad_accumulation"}
-    assert not never_fired  # (those two are exercised with hand-built plans below)
+    never_fired = every - fired_somewhere - {"deepspeed_zero", "grad_accumulation",
+                                             "expert_parallel", "cpu_threads"}
+    # (the first two are exercised with hand-built plans below, the last two in
+    # test_gpu_cpu_tactics.py)
+    assert not never_fired
     always = set.intersection(*fired)
     assert not always  # no rule fires everywhere
 
