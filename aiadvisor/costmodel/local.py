@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..hardware.calibrate import CACHE_SUFFIX
 from ..units import OPTIMIZER_TRAFFIC
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
@@ -81,10 +82,10 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
     if op_class in ("conv", "optimizer"):
         return None
     if op_class == "attention":
-        return "attention"
+        return "attention-cache" if name.endswith(CACHE_SUFFIX) else "attention"
     if op_class == "embedding":
         return "embedding"
-    return _FAMILY_OF.get(name, "elementwise")
+    return _FAMILY_OF.get(name.removesuffix(CACHE_SUFFIX), "elementwise")
 
 
 @dataclass(frozen=True)
@@ -182,9 +183,14 @@ class LocalCalibration:
                 if (key, dt) in self.curves:
                     out[rows] = self.curves[(key, dt)].seconds(work)
                     break
-                if self.families.get((fam, dt)):
+                members = self.families.get((fam, dt), ())
+                # An op on a decode cache goes by the family's ops timed on a cache.
+                on_cache = [o for o in members if o.endswith(CACHE_SUFFIX)]
+                if key.endswith(CACHE_SUFFIX) and on_cache:
+                    members = on_cache
+                if members:
                     out[rows] = np.median([self.curves[(o, dt)].seconds(work)
-                                           for o in self.families[(fam, dt)]], axis=0)
+                                           for o in members], axis=0)
                     break
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,

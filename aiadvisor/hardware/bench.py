@@ -31,12 +31,14 @@ from ..schema import HardwareSpec
 from ..units import PRECISION_COLUMN
 from .calibrate import (
     ATTENTION_SEQ,
+    CACHE_CONTEXTS,
     CPU_ELEMENTS,
     GPU_ELEMENTS,
     LINEAR_SHAPES,
     SKINNY_SHAPES,
     OpPoint,
     OptimizerPoint,
+    cache_points,
     linear_points,
     op_points,
     optimizer_points,
@@ -547,8 +549,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES) if device.backend == "cpu"
-                        else 0))
+                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + len(CACHE_CONTEXTS)
+                        if device.backend == "cpu" else 0))
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
     done = [0]
 
@@ -589,6 +591,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         if device.backend == "cpu":  # GPU GEMMs: the matmul curve (these shapes are too small)
             op_pts += linear_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                     min_time_s=op_time, step=step, dtypes=dtypes)
+            op_pts += cache_points(torch, dev=dev, sync=sync, time_op=_time_op,
+                                   min_time_s=op_time, step=step, dtypes=dtypes)
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                    min_time_s=op_time, step=step)
     report(1.0, f"done in {time.perf_counter() - started:.1f} s")
