@@ -9,9 +9,13 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   FLOPs per call; elsewhere, and for convolutions and recurrent layers, the measured matmul
   curve (see ``predict._curve_slowdowns``). A skinny forward GEMM (few rows, as in one decode
   step: ``M`` read off its FLOPs and bytes, ``M K N / (M K + K N + M N)``, under
-  :data:`SKINNY_ROWS`) runs at the rate the skinny grid measured at that ``M`` (log-log
-  interpolation, flat beyond the ends), and never faster than its bytes over the measured
-  bandwidth.
+  :data:`SKINNY_ROWS` or the skinny grid's largest timed ``M``) runs at the rate the skinny
+  grid measured at that ``M`` (log-log interpolation, flat beyond the ends), and never faster
+  than its bytes over the measured bandwidth.
+* **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
+  cache's concatenation, the attention over it) take the calibration's timings of the same op
+  on a cache (:func:`aiadvisor.hardware.calibrate.cache_points`: cold in DRAM, a fresh output
+  every step), else those of the family's other cache ops, else the op's own curve.
 * **An op that was timed** (same aten name): log-log interpolation of seconds against its work
   (bytes; FLOPs for attention kernels) between the measured sizes; beyond the largest size the
   time grows in proportion to the work; below the smallest it shrinks in proportion down to the
@@ -65,8 +69,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
                   "index_add_", "scatter_add_"),
 }
-#: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes) use the skinny grid:
-#: its largest M (64, K = N = 2048) estimates as 60; the square linear grid's smallest as 85.
+#: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes), or than the skinny
+#: grid's largest timed M where that is more, use the skinny grid: its largest M (64,
+#: K = N = 2048) estimates as 60; the square linear grid's smallest as 85. Within the skinny
+#: range the skinny timings (weights cold in DRAM) are the right ones: the linear grid times
+#: one matrix in a loop, its weights hot in cache (measured on the development CPU: GPT-2's
+#: 64-token prefill GEMMs, about 57 rows, ran at 86 GFLOP/s; the skinny grid's M = 64 at 93,
+#: the linear grid at 140-155).
 SKINNY_ROWS = 48.0
 _DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
@@ -202,10 +211,11 @@ class LocalCalibration:
         """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
-        thin = (m < SKINNY_ROWS) & (f > 0)
+        log_m, log_rate = self.skinny[dtype]
+        limit = max(SKINNY_ROWS, float(np.exp(log_m[-1])) * (1 + 1e-9))
+        thin = (m < limit) & (f > 0)
         if not thin.any():
             return
-        log_m, log_rate = self.skinny[dtype]
         rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
         seconds = f[thin] / rate
         if self.bw_gbs:

@@ -205,11 +205,12 @@ def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
                  dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
     """The two ops a decode step runs on each layer's cache, timed as a step runs them: the
     cache appended by ``torch.cat`` (family ``copy``: it reads the whole cache, cold in DRAM,
-    into a freshly allocated tensor; the old ones are freed after the last layer's) and the new token's attention
-    over it (family ``attention-cache``, keyed on bytes: a one-row query reads every cached key
-    and value once). Each timing cycles through :data:`CACHE_CYCLE_BYTES` of live caches, so no
-    call finds its cache in a CPU cache, and no buffer is reused hot, as a loop over one tensor
-    would. Op names carry :data:`CACHE_SUFFIX`."""
+    into a freshly allocated tensor; the old ones are freed after the last layer's) and the new
+    token's attention over it (family ``attention-cache``, keyed on bytes: a one-row query
+    reads every cached key and value once). Each timing cycles through
+    :data:`CACHE_CYCLE_BYTES` of live caches, so no call finds its cache in a CPU cache and no
+    buffer is reused hot, as a loop over one tensor would. Op names carry
+    :data:`CACHE_SUFFIX`."""
     aten = torch.ops.aten
     points = []
     for dtype in dtypes:

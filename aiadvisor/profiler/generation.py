@@ -8,6 +8,7 @@ at two prompt lengths: what grows between them is what each token adds to the ca
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Any
 
 import torch
@@ -130,6 +131,17 @@ def _first_tensor(out: Any) -> torch.Tensor | None:
     return None
 
 
+def _cache_kwarg(model: nn.Module) -> str:
+    """The forward's name for the cache it is given: ``cache`` in transformers >= 5
+    (``past_key_values`` there is a deprecated alias that warns), else ``past_key_values``."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params and "past_key_values" not in params else \
+        "past_key_values"
+
+
 def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
     """(op aggregates, view ops, module calls) of one greedy decode step: ``model(ids
     (batch, 1), past_key_values=<the cache of a (batch, context) prompt>, use_cache=True)``
@@ -152,7 +164,7 @@ def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
         recorder = Recorder(tracker)
         recorder.fake_kernels = True
         with tracker, recorder:
-            out = functional_call(model, mapping, (), {"input_ids": new, "past_key_values": cache,
+            out = functional_call(model, mapping, (), {"input_ids": new, _cache_kwarg(model): cache,
                                                        "use_cache": True},
                                   tie_weights=True, strict=False)
             logits = _first_tensor(out)
