@@ -193,9 +193,12 @@ class LocalCalibration:
                     out[rows] = self.curves[(key, dt)].seconds(work)
                     break
                 members = self.families.get((fam, dt), ())
-                # An op on a decode cache goes by the family's ops timed on a cache.
+                # An op on a decode cache goes by the family's ops timed on a cache (if any);
+                # any other op by the family's ops timed on hot buffers.
                 on_cache = [o for o in members if o.endswith(CACHE_SUFFIX)]
-                if key.endswith(CACHE_SUFFIX) and on_cache:
+                if not (key.endswith(CACHE_SUFFIX) and on_cache):
+                    members = [o for o in members if not o.endswith(CACHE_SUFFIX)]
+                else:
                     members = on_cache
                 if members:
                     out[rows] = np.median([self.curves[(o, dt)].seconds(work)
