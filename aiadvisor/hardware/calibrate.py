@@ -202,13 +202,14 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
 def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
                  time_op: Callable[..., float], min_time_s: float,
                  step: Callable[[str], None], contexts=CACHE_CONTEXTS,
-                 dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
+                 dtypes: tuple[str, ...] = ("float32",),
+                 cycle_bytes: int = CACHE_CYCLE_BYTES) -> list[OpPoint]:
     """The two ops a decode step runs on each layer's cache, timed as a step runs them: the
     cache appended by ``torch.cat`` (family ``copy``: it reads the whole cache, cold in DRAM,
     into a freshly allocated tensor; the old ones are freed after the last layer's) and the new
     token's attention over it (family ``attention-cache``, keyed on bytes: a one-row query
-    reads every cached key and value once). Each timing cycles through
-    :data:`CACHE_CYCLE_BYTES` of live caches, so no call finds its cache in a CPU cache and no
+    reads every cached key and value once). Each timing cycles through ``cycle_bytes``
+    (:data:`CACHE_CYCLE_BYTES`) of live caches, so no call finds its cache in a CPU cache and no
     buffer is reused hot, as a loop over one tensor would. Op names carry
     :data:`CACHE_SUFFIX`."""
     aten = torch.ops.aten
@@ -219,7 +220,7 @@ def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
         for ctx in contexts:
             step(f"decode cache {dtype} context={ctx}")
             shape = (1, 16, ctx, 64)
-            layers = max(CACHE_CYCLE_BYTES // (2 * size * 16 * ctx * 64), 2)
+            layers = max(cycle_bytes // (2 * size * 16 * ctx * 64), 2)
             keys = [torch.randn(shape, device=dev, dtype=f) for _ in range(layers)]
             values = [torch.randn(shape, device=dev, dtype=f) for _ in range(layers)]
             new = torch.randn(1, 16, 1, 64, device=dev, dtype=f)
