@@ -144,3 +144,13 @@ def test_cache_points_count_bytes_as_the_profiler_and_time_per_call():
     # (16): 10,256 x 4 B = 41,024 B; 4 x 16 heads x 4 x 64 FLOPs = 16,384; 2 calls a cycle.
     assert (att.op, att.family, att.num_bytes, att.flops, att.seconds) == \
         (SDPA_CPU + CACHE_SUFFIX, "attention-cache", 41_024, 16_384, 0.5)
+
+
+def test_the_cache_grid_follows_the_op_grid_size():
+    from aiadvisor.hardware.bench import cache_grid
+    from aiadvisor.hardware.calibrate import CACHE_CONTEXTS, CPU_ELEMENTS
+
+    # The CPU grid's largest tensor is 2^23 elements; a 4096-token key tensor 16 x 4096 x 64
+    # = 2^22: all three lengths. A 2^12-element test grid has room for none (256 x 1024).
+    assert cache_grid(CPU_ELEMENTS) == CACHE_CONTEXTS == (256, 1024, 4096)
+    assert cache_grid((2**12,)) == ()

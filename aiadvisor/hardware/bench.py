@@ -176,6 +176,12 @@ def attention_grid(elements: Sequence[int]) -> tuple[int, ...]:
     return tuple(s for s in ATTENTION_SEQ if 16 * 64 * s <= max(elements))
 
 
+def cache_grid(elements: Sequence[int]) -> tuple[int, ...]:
+    """Decode-cache context lengths timed with an op grid of ``elements`` (a CPU's): those whose
+    key tensor (16 heads x context x 64) is no bigger than the largest grid tensor."""
+    return tuple(c for c in CACHE_CONTEXTS if 16 * 64 * c <= max(elements))
+
+
 #: Benchmarks applied to a spec in this process, by (spec name, notes): how the cost model finds
 #: the op curves of the very measurement behind a ``hardware="local"`` spec.
 _APPLIED: dict[tuple[str, str], BenchmarkResult] = {}
@@ -549,7 +555,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + len(CACHE_CONTEXTS)
+                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
+                        + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
     done = [0]
@@ -592,7 +599,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
             op_pts += linear_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                     min_time_s=op_time, step=step, dtypes=dtypes)
             op_pts += cache_points(torch, dev=dev, sync=sync, time_op=_time_op,
-                                   min_time_s=op_time, step=step, dtypes=dtypes)
+                                   min_time_s=op_time, step=step, dtypes=dtypes,
+                                   contexts=cache_grid(elements))
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=_time_op,
                                    min_time_s=op_time, step=step)
     report(1.0, f"done in {time.perf_counter() - started:.1f} s")
