@@ -8,7 +8,14 @@ time per output token, priced by the same learned cost model as training and inf
   token's query against ``c`` cached keys and values, ``c x kv_bytes_per_token`` read and
   ``c x 4 x heads x head_dim`` FLOPs per layer, priced as an attention op of that size. The cache
   grows over the output, so the time per output token is taken at the mean context
-  ``prompt_len + output_len / 2`` (the step time is linear in the context).
+  ``prompt_len + output_len / 2`` (the step time is linear in the context). That is how a
+  serving engine runs it (``engine="engine"``: a paged cache written in place). Plain PyTorch /
+  transformers ``generate`` (``engine="eager"``) is priced on the model's own decode step as
+  traced with its cache (:class:`~aiadvisor.schema.DecodeStep`): there each layer re-copies its
+  whole cache with ``torch.cat`` every step (the built-in decoders, transformers'
+  ``DynamicCache``) and builds its mask; the ops on the cache are priced as a benchmarked CPU
+  timed them on a decode cache (cold in DRAM, a fresh output each step; measured on the
+  development CPU at 4-8 GB/s where the same ``cat`` on a hot buffer ran at 25).
 * **Memory**: an engine takes a fixed fraction of the device (:data:`ENGINE_MEMORY_FRACTION`)
   and fills what the weights and the working activations leave with cache blocks; concurrency is
   that space over one sequence's cache (``(prompt_len + output_len) x kv_bytes_per_token``).
@@ -421,6 +428,9 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     if gp.prefill.moe is not None:
         notes.append(_moe_note(gp, batch_size))
     context = prompt_len + output_len / 2
+    if engine == "eager" and gp.decode is not None:
+        notes.append("Decode priced on the model's own decode step as traced with its cache "
+                     "(e.g. torch.cat re-copying every layer's cache each step, the mask).")
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
                  "fills what weights and one prompt's activations leave.")
