@@ -154,3 +154,25 @@ def test_the_cache_grid_follows_the_op_grid_size():
     # = 2^22: all three lengths. A 2^12-element test grid has room for none (256 x 1024).
     assert cache_grid(CPU_ELEMENTS) == CACHE_CONTEXTS == (256, 1024, 4096)
     assert cache_grid((2**12,)) == ()
+
+
+def test_one_traced_block_stands_for_all_of_them():
+    # The 4 identical transformer blocks of a Llama model are traced once and multiplied: the
+    # same totals as tracing all four (decode at batch 3 with 77 cached tokens).
+    transformers = pytest.importorskip("transformers")
+    from aiadvisor.profiler import generation as gen
+
+    cfg = transformers.LlamaConfig(num_hidden_layers=4, hidden_size=64, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=128, vocab_size=500)
+    model = transformers.LlamaForCausalLM(cfg)
+    whole = gen._fit_decode(gen._decode_traces(model, 500), None)
+    once = decode_step(model)
+
+    def totals(step):
+        recs = step.records(3, 77)
+        return (sum(r.count for r in recs), sum(r.flops for r in recs),
+                sum(r.bytes_read for r in recs), sum(r.bytes_written for r in recs),
+                step.num_module_calls, step.view_ops(3, 77))
+
+    assert totals(once) == pytest.approx(totals(whole))
+    assert any("layers.*" in op.module for op in once.ops)

@@ -17,6 +17,7 @@ from torch.func import functional_call
 
 from ..errors import AIAdvisorError, InvalidArgumentError, InvalidModelError
 from ..schema import DecodeOp, DecodeStep, GenerationProfile, KVCacheLayout
+from .blocks import find_repeated_blocks, is_block_module, starred, truncated_copy
 from .scaling import position_limit
 from .trace import _stand_ins, model_device
 
@@ -143,9 +144,10 @@ def _cache_kwarg(model: nn.Module) -> str:
 
 
 def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
-    """(op aggregates, view ops, module calls) of one greedy decode step: ``model(ids
-    (batch, 1), past_key_values=<the cache of a (batch, context) prompt>, use_cache=True)``
-    and the argmax over the new logits, on fake tensors. Only the step is recorded."""
+    """(op aggregates, view ops per module, calls per module) of one greedy decode step:
+    ``model(ids (batch, 1), past_key_values=<the cache of a (batch, context) prompt>,
+    use_cache=True)`` and the argmax over the new logits, on fake tensors. Only the step is
+    recorded."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from .recorder import ModuleStack, Recorder
@@ -172,8 +174,11 @@ def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
                 raise RuntimeError("the decode forward returned no logits")
             logits[:, -1].argmax(-1)
         recorder.detach_all()
-    views = sum(n for (_, phase), n in recorder.views.items() if phase == "forward")
-    return recorder.aggs, views, sum(tracker.calls.values())
+    views: dict[str, int] = {}
+    for (module, phase), n in recorder.views.items():
+        if phase == "forward":
+            views[module] = views.get(module, 0) + n
+    return recorder.aggs, views, dict(tracker.calls)
 
 
 def _bilinear(v11: float, v21: float, v12: float, v22: float, b: tuple[int, int],
@@ -190,16 +195,38 @@ def _bilinear(v11: float, v21: float, v12: float, v22: float, b: tuple[int, int]
 
 def decode_step(model: nn.Module, vocab: int | None = None) -> DecodeStep:
     """Trace ``model``'s decode step with its own cache at two batch sizes and two cached
-    lengths (see :class:`~aiadvisor.schema.DecodeStep`). Raises what the model raises."""
+    lengths (see :class:`~aiadvisor.schema.DecodeStep`). Repeated identical blocks are traced
+    once and multiplied (as the prompt forward is), falling back to the whole model where the
+    truncated one does not run. Raises what the model raises."""
     vocab = vocab or _vocab_size(model)
-    b, c = _DECODE_BATCHES, _DECODE_CONTEXTS
+    plan = find_repeated_blocks(model)
     was_training = [(m, m.training) for m in model.modules()]
     model.eval()
     try:
-        traces = {(bi, cj): _trace_decode(model, vocab, bi, cj) for bi in b for cj in c}
+        if plan is not None:
+            try:
+                return _fit_decode(_decode_traces(truncated_copy(model, plan), vocab), plan)
+            except Exception:  # noqa: BLE001 - the whole model below; its error if any
+                pass
+        return _fit_decode(_decode_traces(model, vocab), None)
     finally:
         for m, flag in was_training:
             m.training = flag
+
+
+def _decode_traces(model: nn.Module, vocab: int) -> dict:
+    return {(bi, cj): _trace_decode(model, vocab, bi, cj)
+            for bi in _DECODE_BATCHES for cj in _DECODE_CONTEXTS}
+
+
+def _fit_decode(traces: dict, plan) -> DecodeStep:
+    """The bilinear fit of every op record over the four traces; records of the traced block
+    stand for all ``plan.num_blocks`` blocks."""
+    b, c = _DECODE_BATCHES, _DECODE_CONTEXTS
+
+    def times(module: str) -> int:
+        return plan.num_blocks if is_block_module(module, plan) else 1
+
     keys = list(traces[(b[0], c[0])][0])
     for agg, _, _ in traces.values():
         keys += [k for k in agg if k not in keys]
@@ -208,17 +235,20 @@ def decode_step(model: nn.Module, vocab: int | None = None) -> DecodeStep:
         module, _, op = key
         aggs = [traces[(bi, cj)][0].get(key) for bi in b for cj in c]
         first = next(a for a in aggs if a is not None)
+        n = times(module)
 
-        def fit(field: str, aggs=aggs):
-            v11, v12, v21, v22 = (float(getattr(a, field)) if a is not None else 0.0
+        def fit(field: str, aggs=aggs, n=n):
+            v11, v12, v21, v22 = (n * float(getattr(a, field)) if a is not None else 0.0
                                   for a in aggs)
             return _bilinear(v11, v21, v12, v22, b, c)
 
-        ops.append(DecodeOp(op=op, op_class=first.op_class, module=module, dtype=first.dtype,
-                            count=fit("count"), flops=fit("flops"),
+        ops.append(DecodeOp(op=op, op_class=first.op_class, module=starred(module, plan),
+                            dtype=first.dtype, count=fit("count"), flops=fit("flops"),
                             bytes_read=fit("bytes_read"), bytes_written=fit("bytes_written")))
-    v11, v12, v21, v22 = (float(traces[(bi, cj)][1]) for bi in b for cj in c)
-    return DecodeStep(ops=tuple(ops), num_module_calls=int(traces[(b[0], c[0])][2]),
+    v11, v12, v21, v22 = (float(sum(times(m) * k for m, k in traces[(bi, cj)][1].items()))
+                          for bi in b for cj in c)
+    calls = sum(times(m) * k for m, k in traces[(b[0], c[0])][2].items())
+    return DecodeStep(ops=tuple(ops), num_module_calls=int(calls),
                       num_view_ops=_bilinear(v11, v21, v12, v22, b, c), contexts=c)
 
 
