@@ -642,6 +642,60 @@ class KVCacheLayout:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecodeOp:
+    """One op record of a traced decode step (one new token per sequence against a cache), as
+    ``k0 + kB B + kC C + kBC B C`` of batch ``B`` and cached context ``C`` per quantity: GEMMs
+    grow with B, a cache appended by concatenation and the attention over it with B x C, a
+    causal mask built per step with C alone."""
+
+    op: str
+    op_class: str
+    module: str
+    dtype: str
+    count: tuple[float, float, float, float]
+    flops: tuple[float, float, float, float]
+    bytes_read: tuple[float, float, float, float]
+    bytes_written: tuple[float, float, float, float]
+
+    @property
+    def on_cache(self) -> bool:
+        """Whether the op reads the cache: its bytes grow with batch x context."""
+        return self.bytes_read[3] > 0
+
+    def at(self, batch: float, context: float) -> OpRecord:
+        """The record at ``batch`` sequences of ``context`` cached tokens (never negative)."""
+        def value(k):
+            return max(k[0] + k[1] * batch + k[2] * context + k[3] * batch * context, 0.0)
+
+        return OpRecord(op=self.op, op_class=self.op_class, phase="forward", module=self.module,
+                        dtype=self.dtype, count=value(self.count), flops=value(self.flops),
+                        bytes_read=value(self.bytes_read),
+                        bytes_written=value(self.bytes_written))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodeStep:
+    """A causal LM's decode step as its own forward runs it (``model(new_ids,
+    past_key_values=cache)`` and the greedy ``argmax``), traced on fake tensors at two batch
+    sizes and two context lengths: what the cache handling costs per step (e.g. a
+    ``torch.cat`` re-copying each layer's cache, the mask) is in its op records."""
+
+    ops: tuple[DecodeOp, ...]
+    num_module_calls: int
+    num_view_ops: tuple[float, float, float, float]
+    contexts: tuple[int, int]
+    """The cached lengths traced (the fit is exact for the linear growth between them)."""
+
+    def records(self, batch: float, context: float) -> tuple[OpRecord, ...]:
+        return tuple(op.at(batch, context) for op in self.ops)
+
+    def view_ops(self, batch: float, context: float) -> int:
+        k = self.num_view_ops
+        return int(round(max(k[0] + k[1] * batch + k[2] * context + k[3] * batch * context,
+                             0.0)))
+
+
+@dataclass(frozen=True, kw_only=True)
 class GenerationProfile:
     """A causal LM captured for generation: an inference profile of the prompt forward (which
     answers any prompt length and batch without re-tracing) and the KV cache it builds."""
@@ -661,6 +715,10 @@ class GenerationProfile:
     attention_flops_per_context_token: float
     """Attention FLOPs of one new token per token already in the cache, all layers
     (``4 x query_heads x head_dim x layers``), from the traced prompt forward."""
+    decode: DecodeStep | None = None
+    """The decode step as the model's own forward runs it with a cache (None where it could
+    not be traced: then a decode step is priced as the prompt forward at one token plus the
+    attention over the cache)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,14 @@ time per output token, priced by the same learned cost model as training and inf
   token's query against ``c`` cached keys and values, ``c x kv_bytes_per_token`` read and
   ``c x 4 x heads x head_dim`` FLOPs per layer, priced as an attention op of that size. The cache
   grows over the output, so the time per output token is taken at the mean context
-  ``prompt_len + output_len / 2`` (the step time is linear in the context).
+  ``prompt_len + output_len / 2`` (the step time is linear in the context). That is how a
+  serving engine runs it (``engine="engine"``: a paged cache written in place). Plain PyTorch /
+  transformers ``generate`` (``engine="eager"``) is priced on the model's own decode step as
+  traced with its cache (:class:`~aiadvisor.schema.DecodeStep`): there each layer re-copies its
+  whole cache with ``torch.cat`` every step (the built-in decoders, transformers'
+  ``DynamicCache``) and builds its mask; the ops on the cache are priced as a benchmarked CPU
+  timed them on a decode cache (cold in DRAM, a fresh output each step; measured on the
+  development CPU at 4-8 GB/s where the same ``cat`` on a hot buffer ran at 25).
 * **Memory**: an engine takes a fixed fraction of the device (:data:`ENGINE_MEMORY_FRACTION`)
   and fills what the weights and the working activations leave with cache blocks; concurrency is
   that space over one sequence's cache (``(prompt_len + output_len) x kv_bytes_per_token``).
@@ -19,11 +26,12 @@ time per output token, priced by the same learned cost model as training and inf
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import InvalidArgumentError, UnsupportedPrecisionError, check_choice
+from ..hardware.calibrate import CACHE_SUFFIX
 from ..schema import (
     GenerationPrediction,
     GenerationProfile,
@@ -172,6 +180,28 @@ def _forward(gp: GenerationProfile, batch: int, seq: int) -> ModelProfile:
     return active_expert_profile(prof, tokens=batch * seq)[0]
 
 
+def _decode_forward(gp: GenerationProfile, batch: int, context: float,
+                    engine: str) -> tuple[ModelProfile, bool]:
+    """(the profile one decode step is priced on, whether it holds the attention over the
+    cache). ``engine="eager"`` with a traced decode step: the model's own step at ``batch`` x
+    ``context`` (its cache handling included, e.g. ``torch.cat`` re-copying every layer's
+    cache each step, as transformers' ``DynamicCache`` and the built-in decoders do). Otherwise
+    the prompt forward at one token, the attention over the cache priced apart
+    (:func:`_kv_parts`): serving engines write each new token into a preallocated paged cache
+    and read it in place."""
+    if engine != "eager" or gp.decode is None:
+        return _forward(gp, batch, 1), False
+    base = gp.prefill.at(batch_size=batch, seq_len=1)
+    # Ops on the cache are priced as the calibration timed them on a cache (cold, a fresh
+    # output each step), not as the same op on a hot buffer.
+    ops = tuple(replace(rec, op=rec.op + CACHE_SUFFIX) if op.on_cache else rec
+                for op, rec in zip(gp.decode.ops, gp.decode.records(batch, context)))
+    prof = replace(base, ops=ops, sdpa=(),
+                   num_module_calls=gp.decode.num_module_calls,
+                   num_view_ops_forward=gp.decode.view_ops(batch, context))
+    return active_expert_profile(prof, tokens=batch)[0], True
+
+
 def _moe_note(gp: GenerationProfile, batch_size: int) -> str:
     moe = gp.prefill.moe
     touched = expected_experts_touched(moe.num_experts, moe.top_k, batch_size)
@@ -255,16 +285,18 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
         batch_size=batch_size, engine=engine)
     model = model or load_model()
     cache = {} if cache is None else cache
-    key = (spec.name, weight_precision, tp, batch_size, prompt_len)
+    context = prompt_len + output_len / 2
+    key = (spec.name, weight_precision, tp, batch_size, prompt_len, output_len, engine)
     if key not in cache:
+        step, traced = _decode_forward(gp, batch_size, context, engine)
         cache[key] = (
             _predict(_forward(gp, batch_size, prompt_len), spec, weight_precision, tp, model),
-            _predict(_forward(gp, batch_size, 1), spec, weight_precision, tp, model))
-    prefill, decode = cache[key]
+            _predict(step, spec, weight_precision, tp, model), traced)
+    prefill, decode, traced = cache[key]
     kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
-    kv_s = _kv_parts(gp, [spec], weight_precision, batch=batch_size,
-                     context=prompt_len + output_len / 2, kv_bytes_per_token=kv_per_token,
-                     tp=tp, model=model)[:, 0]
+    kv_s = np.zeros(3) if traced else _kv_parts(
+        gp, [spec], weight_precision, batch=batch_size, context=context,
+        kv_bytes_per_token=kv_per_token, tp=tp, model=model)[:, 0]
     return _assemble(gp, spec, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
                      kv_precision=kv_precision, prompt_len=prompt_len, output_len=output_len,
                      batch_size=batch_size, engine=engine, prefill=prefill, decode=decode,
@@ -296,10 +328,10 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
         if batch > 1 and all(m < batch for m in room.values()):
             break
         tables = []
-        for seq in (prompt_len, 1):
+        step, traced = _decode_forward(gp, batch, prompt_len + output_len / 2, engine)
+        for prof in (_forward(gp, batch, prompt_len), step):
             # The vectorised core of predict_table, without building a DataFrame per batch.
-            t = _table_for_precision(_forward(gp, batch, seq), specs, cols, weight_precision,
-                                     parallel, model)
+            t = _table_for_precision(prof, specs, cols, weight_precision, parallel, model)
             tables.append({name: _Step(float(t["low_s"][i]), float(t["step_time_s"][i]),
                                        float(t["high_s"][i]), float(t["compute_s"][i]),
                                        float(t["memory_s"][i]), float(t["overhead_s"][i]),
@@ -310,10 +342,10 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
                         and (batch == 1 or room[(s.name, kv)] >= batch)]
             if not kv_specs:
                 continue
-            kv_s = _kv_parts(gp, kv_specs, weight_precision, batch=batch,
-                             context=prompt_len + output_len / 2,
-                             kv_bytes_per_token=gp.kv.elements_per_token * KV_BYTES[kv],
-                             tp=tp, model=model)
+            kv_s = np.zeros((3, len(kv_specs))) if traced else _kv_parts(
+                gp, kv_specs, weight_precision, batch=batch,
+                context=prompt_len + output_len / 2,
+                kv_bytes_per_token=gp.kv.elements_per_token * KV_BYTES[kv], tp=tp, model=model)
             for d, spec in enumerate(kv_specs):
                 out.append(_assemble(gp, spec, num_devices=num_devices, tp=tp,
                                      weight_precision=weight_precision, kv_precision=kv,
@@ -396,6 +428,9 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     if gp.prefill.moe is not None:
         notes.append(_moe_note(gp, batch_size))
     context = prompt_len + output_len / 2
+    if engine == "eager" and gp.decode is not None:
+        notes.append("Decode priced on the model's own decode step as traced with its cache "
+                     "(e.g. torch.cat re-copying every layer's cache each step, the mask).")
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
                  "fills what weights and one prompt's activations leave.")

@@ -9,9 +9,13 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   FLOPs per call; elsewhere, and for convolutions and recurrent layers a calibration did not
   time, the measured matmul curve (see ``predict._curve_slowdowns``). A skinny forward GEMM
   (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
-  ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS`) runs at the rate the skinny grid
-  measured at that ``M`` (log-log interpolation, flat beyond the ends), and never faster than
-  its bytes over the measured bandwidth.
+  ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS` or the skinny grid's largest timed
+  ``M``) runs at the rate the skinny grid measured at that ``M`` (log-log interpolation, flat
+  beyond the ends), and never faster than its bytes over the measured bandwidth.
+* **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
+  cache's concatenation, the attention over it) take the calibration's timings of the same op
+  on a cache (:func:`aiadvisor.hardware.calibrate.cache_points`: cold in DRAM, a fresh output
+  every step), else those of the family's other cache ops, else the op's own curve.
 * **Convolutions** (``convolution`` and ``convolution_backward``): the rate the grid's
   convolutions of the same phase and dtype reached at the same arithmetic intensity (FLOPs per
   byte moved; log-log interpolation, flat beyond the ends). On a CPU the rate follows intensity
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..hardware.calibrate import CACHE_SUFFIX
 from ..units import OPTIMIZER_TRAFFIC
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
@@ -72,8 +77,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
                   "index_add_", "scatter_add_"),
 }
-#: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes) use the skinny grid:
-#: its largest M (64, K = N = 2048) estimates as 60; the square linear grid's smallest as 85.
+#: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes), or than the skinny
+#: grid's largest timed M where that is more, use the skinny grid: its largest M (64,
+#: K = N = 2048) estimates as 60; the square linear grid's smallest as 85. Within the skinny
+#: range the skinny timings (weights cold in DRAM) are the right ones: the linear grid times
+#: one matrix in a loop, its weights hot in cache (measured on the development CPU: GPT-2's
+#: 64-token prefill GEMMs, about 57 rows, ran at 86 GFLOP/s; the skinny grid's M = 64 at 93,
+#: the linear grid at 140-155).
 SKINNY_ROWS = 48.0
 _DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
@@ -91,10 +101,10 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
     if op_class == "optimizer":
         return None
     if op_class == "attention":
-        return "attention"
+        return "attention-cache" if name.endswith(CACHE_SUFFIX) else "attention"
     if op_class == "embedding":
         return "embedding"
-    return _FAMILY_OF.get(name, "elementwise")
+    return _FAMILY_OF.get(name.removesuffix(CACHE_SUFFIX), "elementwise")
 
 
 @dataclass(frozen=True)
@@ -206,9 +216,17 @@ class LocalCalibration:
                 if (key, dt) in self.curves:
                     out[rows] = self.curves[(key, dt)].seconds(work)
                     break
-                if self.families.get((fam, dt)):
+                members = self.families.get((fam, dt), ())
+                # An op on a decode cache goes by the family's ops timed on a cache (if any);
+                # any other op by the family's ops timed on hot buffers.
+                on_cache = [o for o in members if o.endswith(CACHE_SUFFIX)]
+                if not (key.endswith(CACHE_SUFFIX) and on_cache):
+                    members = [o for o in members if not o.endswith(CACHE_SUFFIX)]
+                else:
+                    members = on_cache
+                if members:
                     out[rows] = np.median([self.curves[(o, dt)].seconds(work)
-                                           for o in self.families[(fam, dt)]], axis=0)
+                                           for o in members], axis=0)
                     break
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
@@ -231,10 +249,11 @@ class LocalCalibration:
         """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
-        thin = (m < SKINNY_ROWS) & (f > 0)
+        log_m, log_rate = self.skinny[dtype]
+        limit = max(SKINNY_ROWS, float(np.exp(log_m[-1])) * (1 + 1e-9))
+        thin = (m < limit) & (f > 0)
         if not thin.any():
             return
-        log_m, log_rate = self.skinny[dtype]
         rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
         seconds = f[thin] / rate
         if self.bw_gbs:

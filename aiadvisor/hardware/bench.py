@@ -31,6 +31,7 @@ from ..schema import HardwareSpec
 from ..units import PRECISION_COLUMN
 from .calibrate import (
     ATTENTION_SEQ,
+    CACHE_CONTEXTS,
     CONV_SHAPES,
     CPU_ELEMENTS,
     GPU_ELEMENTS,
@@ -39,6 +40,7 @@ from .calibrate import (
     SKINNY_SHAPES,
     OpPoint,
     OptimizerPoint,
+    cache_points,
     conv_points,
     linear_points,
     op_points,
@@ -58,7 +60,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 4
+_CACHE_VERSION = 5
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -176,6 +178,12 @@ def attention_grid(elements: Sequence[int]) -> tuple[int, ...]:
     """Attention sequence lengths timed with an op grid of ``elements``: those whose q/k/v
     (16 heads x seq x 64) are no bigger than the largest grid tensor."""
     return tuple(s for s in ATTENTION_SEQ if 16 * 64 * s <= max(elements))
+
+
+def cache_grid(elements: Sequence[int]) -> tuple[int, ...]:
+    """Decode-cache context lengths timed with an op grid of ``elements`` (a CPU's): those whose
+    key tensor (16 heads x context x 64) is no bigger than the largest grid tensor."""
+    return tuple(c for c in CACHE_CONTEXTS if 16 * 64 * c <= max(elements))
 
 
 #: Benchmarks applied to a spec in this process, by (spec name, notes): how the cost model finds
@@ -640,8 +648,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES) if device.backend == "cpu"
-                        else 0))
+                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
+                        + len(cache_grid(config["op_elements"]))
+                        if device.backend == "cpu" else 0))
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
         if device.backend == "cpu":
             total_steps += (len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
@@ -698,6 +707,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                                   min_time_s=op_time, step=step, dtypes=layer_dtypes)
             op_pts += recurrent_points(torch, dev=dev, sync=sync, time_op=time_op,
                                        min_time_s=op_time, step=step, dtypes=layer_dtypes)
+            op_pts += cache_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                   min_time_s=op_time, step=step, dtypes=dtypes,
+                                   contexts=cache_grid(elements))
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step)
     if guard is not None and guard.busy:

@@ -53,6 +53,14 @@ CONV_SHAPES = ((8, 3, 64, 32, 3), (8, 32, 32, 32, 3), (8, 64, 32, 64, 3), (16, 1
 #: square-matmul rate of the same FLOPs. Recorded per step (FLOPs and seconds / steps).
 RECURRENT_SHAPES = ((8, 128), (16, 256), (16, 512), (64, 512))
 RECURRENT_STEPS = 32
+#: Cached lengths of the decode-cache grid (batch 1, 16 heads of 64: 0.25-4 M elements per
+#: key or value tensor), and the bytes of live caches each timing cycles through (beyond any
+#: CPU cache, as after a decode step's weights have streamed through it).
+CACHE_CONTEXTS = (256, 1024, 4096)
+CACHE_CYCLE_BYTES = 128 * 2**20
+#: Suffix of the ops on a decode step's cache (appending the new token, attending over it):
+#: timed, and looked up, apart from the same ops on hot, reused buffers.
+CACHE_SUFFIX = "[cache]"
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -296,6 +304,62 @@ def _count_named(torch: Any, fn: Callable[[], Any], op: str) -> tuple[str, float
         raise RuntimeError(f"expected {op}, recorded {sorted(aggs)}")
     agg = aggs[op]
     return op, agg.bytes_read + agg.bytes_written, agg.flops
+
+
+def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                 time_op: Callable[..., float], min_time_s: float,
+                 step: Callable[[str], None], contexts=CACHE_CONTEXTS,
+                 dtypes: tuple[str, ...] = ("float32",),
+                 cycle_bytes: int = CACHE_CYCLE_BYTES) -> list[OpPoint]:
+    """The two ops a decode step runs on each layer's cache, timed as a step runs them: the
+    cache appended by ``torch.cat`` (family ``copy``: it reads the whole cache, cold in DRAM,
+    into a freshly allocated tensor; the old ones are freed after the last layer's) and the new
+    token's attention over it (family ``attention-cache``, keyed on bytes: a one-row query
+    reads every cached key and value once). Each timing cycles through ``cycle_bytes``
+    (:data:`CACHE_CYCLE_BYTES`) of live caches, so no call finds its cache in a CPU cache and no
+    buffer is reused hot, as a loop over one tensor would. Op names carry
+    :data:`CACHE_SUFFIX`."""
+    aten = torch.ops.aten
+    points = []
+    for dtype in dtypes:
+        f = getattr(torch, dtype)
+        size = torch.finfo(f).bits // 8
+        for ctx in contexts:
+            step(f"decode cache {dtype} context={ctx}")
+            shape = (1, 16, ctx, 64)
+            layers = max(cycle_bytes // (2 * size * 16 * ctx * 64), 2)
+            keys = [torch.randn(shape, device=dev, dtype=f) for _ in range(layers)]
+            values = [torch.randn(shape, device=dev, dtype=f) for _ in range(layers)]
+            new = torch.randn(1, 16, 1, 64, device=dev, dtype=f)
+            q = torch.randn(1, 16, 1, 64, device=dev, dtype=f)
+
+            def append(keys=keys, values=values, new=new):
+                # Each grown cache is cut back to ``ctx`` tokens (a view) for the next call, so
+                # every call allocates at a constant size. As in a decode step, the old caches
+                # are freed only once every layer has its new one (when the model returns).
+                grown = [[aten.cat([t, new], 2)[:, :, 1:] for t in cache]
+                         for cache in (keys, values)]
+                keys[:], values[:] = grown
+
+            def attend(keys=keys, values=values, q=q):
+                for k, v in zip(keys, values):
+                    aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+
+            with torch.no_grad():
+                k0, v0 = keys[0], values[0]
+                timed = [("copy", append, 2 * layers,
+                          functools.partial(aten.cat, [k0, new], 2))]
+                if dev == "cpu":
+                    timed.append(("attention-cache", attend, layers, functools.partial(
+                        aten._scaled_dot_product_flash_attention_for_cpu, q, k0, v0)))
+                for family, cycle, calls, one in timed:
+                    op, num_bytes, flops = _count(torch, one)  # as the profiler counts it
+                    seconds = time_op(cycle, sync=sync, min_time_s=min_time_s) / calls
+                    points.append(OpPoint(op=op + CACHE_SUFFIX, family=family,
+                                          num_bytes=float(num_bytes), flops=float(flops),
+                                          seconds=seconds, dtype=dtype))
+            del keys, values, k0, v0, timed
+    return points
 
 
 def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:

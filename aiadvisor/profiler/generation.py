@@ -8,6 +8,7 @@ at two prompt lengths: what grows between them is what each token adds to the ca
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Any
 
 import torch
@@ -15,12 +16,19 @@ from torch import nn
 from torch.func import functional_call
 
 from ..errors import AIAdvisorError, InvalidArgumentError, InvalidModelError
-from ..schema import GenerationProfile, KVCacheLayout
+from ..schema import DecodeOp, DecodeStep, GenerationProfile, KVCacheLayout
+from .blocks import find_repeated_blocks, is_block_module, starred, truncated_copy
 from .scaling import position_limit
 from .trace import _stand_ins, model_device
 
 #: Prompt lengths the cache is traced at (any two distinct lengths work; short ones are cheap).
 _TRACE_LENGTHS = (8, 16)
+#: Batch sizes and cached lengths the decode step is traced at (its records are linear in
+#: each and in their product).
+_DECODE_BATCHES = (1, 2)
+_DECODE_CONTEXTS = (8, 16)
+
+
 class NotACausalLMError(AIAdvisorError, TypeError):
     """The model has no causal-LM interface aiadvisor can trace a KV cache from."""
 
@@ -111,6 +119,137 @@ def _trace_cache(model: nn.Module, vocab: int, length: int) -> tuple[list[torch.
         tensors = [t for t in _cache_tensors(cache) if t.dim() >= 2]
         return ([torch.empty(tuple(t.shape), dtype=t.dtype, device="meta") for t in tensors],
                 type(cache).__name__)
+
+
+def _first_tensor(out: Any) -> torch.Tensor | None:
+    logits = getattr(out, "logits", None)
+    if isinstance(logits, torch.Tensor):
+        return logits
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return out[0]
+    return None
+
+
+def _cache_kwarg(model: nn.Module) -> str:
+    """The forward's name for the cache it is given: ``cache`` in transformers >= 5
+    (``past_key_values`` there is a deprecated alias that warns), else ``past_key_values``."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params and "past_key_values" not in params else \
+        "past_key_values"
+
+
+def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
+    """(op aggregates, view ops per module, calls per module) of one greedy decode step:
+    ``model(ids (batch, 1), past_key_values=<the cache of a (batch, context) prompt>,
+    use_cache=True)`` and the argmax over the new logits, on fake tensors. Only the step is
+    recorded."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from .recorder import ModuleStack, Recorder
+
+    home = model_device(model)
+    device = torch.device("cpu") if home.type == "meta" else home
+    with FakeTensorMode(), _grouped_mm_in_bf16(), torch.no_grad():
+        mapping, _, _ = _stand_ins(model, path="fake", device=device, train=False)
+        ids = torch.zeros((batch, context), dtype=torch.long, device=device) % vocab
+        out = functional_call(model, mapping, (), {"input_ids": ids, "use_cache": True},
+                              tie_weights=True, strict=False)
+        cache = _find_cache(out)
+        del out
+        new = torch.zeros((batch, 1), dtype=torch.long, device=device)
+        tracker = ModuleStack(model)
+        recorder = Recorder(tracker)
+        recorder.fake_kernels = True
+        with tracker, recorder:
+            out = functional_call(model, mapping, (), {"input_ids": new, _cache_kwarg(model): cache,
+                                                       "use_cache": True},
+                                  tie_weights=True, strict=False)
+            logits = _first_tensor(out)
+            if logits is None:
+                raise RuntimeError("the decode forward returned no logits")
+            logits[:, -1].argmax(-1)
+        recorder.detach_all()
+    views: dict[str, int] = {}
+    for (module, phase), n in recorder.views.items():
+        if phase == "forward":
+            views[module] = views.get(module, 0) + n
+    return recorder.aggs, views, dict(tracker.calls)
+
+
+def _bilinear(v11: float, v21: float, v12: float, v22: float, b: tuple[int, int],
+              c: tuple[int, int]) -> tuple[float, float, float, float]:
+    """``(k0, kB, kC, kBC)`` of ``v = k0 + kB B + kC C + kBC B C`` through the four corners
+    ``v_ij = v(b_i, c_j)``."""
+    db, dc = b[1] - b[0], c[1] - c[0]
+    k_bc = (v22 - v21 - v12 + v11) / (db * dc)
+    k_b = (v21 - v11) / db - k_bc * c[0]
+    k_c = (v12 - v11) / dc - k_bc * b[0]
+    k0 = v11 - k_b * b[0] - k_c * c[0] - k_bc * b[0] * c[0]
+    return (k0, k_b, k_c, k_bc)
+
+
+def decode_step(model: nn.Module, vocab: int | None = None) -> DecodeStep:
+    """Trace ``model``'s decode step with its own cache at two batch sizes and two cached
+    lengths (see :class:`~aiadvisor.schema.DecodeStep`). Repeated identical blocks are traced
+    once and multiplied (as the prompt forward is), falling back to the whole model where the
+    truncated one does not run. Raises what the model raises."""
+    vocab = vocab or _vocab_size(model)
+    plan = find_repeated_blocks(model)
+    was_training = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        if plan is not None:
+            try:
+                return _fit_decode(_decode_traces(truncated_copy(model, plan), vocab), plan)
+            except Exception:  # noqa: BLE001 - the whole model below; its error if any
+                pass
+        return _fit_decode(_decode_traces(model, vocab), None)
+    finally:
+        for m, flag in was_training:
+            m.training = flag
+
+
+def _decode_traces(model: nn.Module, vocab: int) -> dict:
+    return {(bi, cj): _trace_decode(model, vocab, bi, cj)
+            for bi in _DECODE_BATCHES for cj in _DECODE_CONTEXTS}
+
+
+def _fit_decode(traces: dict, plan) -> DecodeStep:
+    """The bilinear fit of every op record over the four traces; records of the traced block
+    stand for all ``plan.num_blocks`` blocks."""
+    b, c = _DECODE_BATCHES, _DECODE_CONTEXTS
+
+    def times(module: str) -> int:
+        return plan.num_blocks if is_block_module(module, plan) else 1
+
+    keys = list(traces[(b[0], c[0])][0])
+    for agg, _, _ in traces.values():
+        keys += [k for k in agg if k not in keys]
+    ops = []
+    for key in keys:
+        module, _, op = key
+        aggs = [traces[(bi, cj)][0].get(key) for bi in b for cj in c]
+        first = next(a for a in aggs if a is not None)
+        n = times(module)
+
+        def fit(field: str, aggs=aggs, n=n):
+            v11, v12, v21, v22 = (n * float(getattr(a, field)) if a is not None else 0.0
+                                  for a in aggs)
+            return _bilinear(v11, v21, v12, v22, b, c)
+
+        ops.append(DecodeOp(op=op, op_class=first.op_class, module=starred(module, plan),
+                            dtype=first.dtype, count=fit("count"), flops=fit("flops"),
+                            bytes_read=fit("bytes_read"), bytes_written=fit("bytes_written")))
+    v11, v12, v21, v22 = (float(sum(times(m) * k for m, k in traces[(bi, cj)][1].items()))
+                          for bi in b for cj in c)
+    calls = sum(times(m) * k for m, k in traces[(b[0], c[0])][2].items())
+    return DecodeStep(ops=tuple(ops), num_module_calls=int(calls),
+                      num_view_ops=_bilinear(v11, v21, v12, v22, b, c), contexts=c)
 
 
 def kv_cache_layout(model: nn.Module) -> KVCacheLayout:
@@ -233,13 +372,20 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
         prefill = profile_fn(model, example_inputs, mode="infer", precision="fp32",
                              model_name=model_name or type(model).__name__)
     quantizable, head = _linear_params(model, vocab)
+    decode = None
+    if kv_cache is None:
+        try:
+            decode = decode_step(model, vocab)
+        except Exception:  # noqa: BLE001 - any model error: priced without the traced step
+            decode = None
     return GenerationProfile(
         model_name=prefill.model_name, model_type=prefill.model_type, prefill=prefill, kv=kv,
         max_positions=prefill.max_seq_len,
         positions_source=prefill.max_seq_len_source or "the model sets no position limit",
         quantizable_params=quantizable,
         head_params=head,
-        attention_flops_per_context_token=_attention_coefficient(prefill))
+        attention_flops_per_context_token=_attention_coefficient(prefill),
+        decode=decode)
 
 
 @contextlib.contextmanager

@@ -223,6 +223,15 @@ def test_skinny_gemms_take_the_rate_measured_at_their_row_count(monkeypatch):
     assert expected > 4 * (2 * 16 * 1024 + 1024**2) / 10e9
     assert predict(gemm(16, 1024, 1024), hardware=cpu, precision="fp32").step_time_s == \
         pytest.approx(expected, rel=1e-9)
+    # M=56 of 2048 x 2048: rows 53.1, above SKINNY_ROWS (48) but inside the timed skinny range
+    # (up to r64 = 60.2): the skinny rate between r8 and r64 (~77 GFLOP/s), not the linear
+    # curve's 50 GFLOP/s of hot weights; 470 MFLOP take longer than its 17.7 MB at 10 GB/s.
+    m = rows(56, 2048, 2048)
+    assert 48 < m < r64
+    expected = 2.0 * 56 * 2048**2 / (40e9 * 2 ** (math.log(m / r8) / math.log(r64 / r8)))
+    assert expected > 4 * (2 * 56 * 2048 + 2048**2) / 10e9
+    assert predict(gemm(56, 2048, 2048), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx(expected, rel=1e-9)
     # A square GEMM keeps the linear-layer curve: 1e10 FLOPs -> 0.2 s.
     n = round((1e10 / 2) ** (1 / 3))
     sq = predict(gemm(n, n, n), hardware=cpu, precision="fp32").step_time_s
