@@ -35,7 +35,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiadvisor as aa
-from aiadvisor.estimate.process_memory import FIRST_STEP_RESIDENT_BYTES
 from aiadvisor.profiler.measure import cpu_peak_bytes
 from tests.profiler import models
 
@@ -129,12 +128,16 @@ def _rss_model(case: str):
     return models.mlp(batch=512)
 
 
-def _vm_hwm() -> int:
+def _vm_hwm(field: str = "VmHWM") -> int:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _vm_rss() -> int:
+    return _vm_hwm("VmRSS")
 
 
 def rss_child(case: str, mode: str) -> None:
@@ -144,6 +147,8 @@ def rss_child(case: str, mode: str) -> None:
 
     model, x = _rss_model(case)
     optimizer = OPTIMIZER.get(case, "adamw")
+    gc.collect()
+    rss_before = _vm_rss()
     prof = aa.profile(model, x, mode=mode, optimizer=optimizer, scaling=False)
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
@@ -162,36 +167,70 @@ def rss_child(case: str, mode: str) -> None:
     print(json.dumps({"predicted": prof.memory.process_bytes, "measured": _vm_hwm(),
                       "peak": prof.memory.peak_bytes, "low": prof.memory.process_low_bytes,
                       "high": prof.memory.process_high_bytes,
-                      # No replay: the resident set now + the step's tensors, nothing retained.
-                      "no_replay": prof.memory.process_low_bytes
-                      - FIRST_STEP_RESIDENT_BYTES[mode] // 2}))
+                      # No replay: the resident set before profiling + the step's new
+                      # tensors, nothing retained, no library pages.
+                      "no_replay": rss_before + prof.memory.peak_bytes
+                      - prof.memory.weights_bytes - prof.memory.inputs_bytes}))
 
 
-def rss_main() -> None:
+def _rss_row(case: str, mode: str) -> dict:
     import json
     import subprocess
 
+    out = subprocess.run([sys.executable, __file__, "--rss-child", case, mode],
+                         capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["error"] = r["predicted"] / r["measured"] - 1
+    r["naive_error"] = r["no_replay"] / r["measured"] - 1
+    r["inside"] = r["low"] <= r["measured"] <= r["high"]
+    band = f"{r['predicted'] / 2**20:.0f} ({r['low'] / 2**20:.0f}-{r['high'] / 2**20:.0f})"
+    print(f"{case:10}{mode:7}{r['peak'] / 2**20:15.1f}{band:>26}"
+          f"{r['measured'] / 2**20:14.1f}{r['error']:+9.1%}{r['naive_error']:+10.1%}", flush=True)
+    return r
+
+
+def _rss_stats(rows: list[dict], label: str) -> dict:
+    errors = [r["error"] for r in rows]
+    ape = sorted(abs(e) for e in errors)
+    stats = {"mean": sum(ape) / len(ape), "max": ape[-1], "signed": sum(errors) / len(errors),
+             "within": sum(a <= 0.10 for a in ape), "inside": sum(r["inside"] for r in rows),
+             "naive": sum(abs(r["naive_error"]) for r in rows) / len(rows), "n": len(rows)}
+    print(f"{label}: mean |error| {stats['mean']:.1%}, median {ape[len(ape) // 2]:.1%}, max "
+          f"{stats['max']:.1%}, signed mean {stats['signed']:+.1%}; within 10 % in "
+          f"{stats['within']}/{len(ape)} (goal: all); measured inside P10-P90 in "
+          f"{stats['inside']}/{len(ape)}; 'no replay' mean |error| {stats['naive']:.1%}.")
+    return stats
+
+
+def rss_main() -> None:
     print(f"{'model':10}{'mode':7}{'allocator MiB':>15}{'predicted RSS (P10-P90)':>26}"
           f"{'measured RSS':>14}{'error':>9}{'no replay':>10}")
-    errors, naive_errors, inside = [], [], 0
-    for case, mode in RSS_CASES:
-        out = subprocess.run([sys.executable, __file__, "--rss-child", case, mode],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        err = r["predicted"] / r["measured"] - 1
-        errors.append(err)
-        naive_errors.append(r["no_replay"] / r["measured"] - 1)
-        inside += r["low"] <= r["measured"] <= r["high"]
-        band = f"{r['predicted'] / 2**20:.0f} ({r['low'] / 2**20:.0f}-{r['high'] / 2**20:.0f})"
-        print(f"{case:10}{mode:7}{r['peak'] / 2**20:15.1f}{band:>26}"
-              f"{r['measured'] / 2**20:14.1f}{err:+9.1%}{naive_errors[-1]:+10.1%}", flush=True)
-    ape = sorted(abs(e) for e in errors)
-    print(f"RSS: mean |error| {sum(ape) / len(ape):.1%}, median {ape[len(ape) // 2]:.1%}, max "
-          f"{ape[-1]:.1%}, signed mean {sum(errors) / len(errors):+.1%}; within 10 % in "
-          f"{sum(a <= 0.10 for a in ape)}/{len(ape)} (goal: all); measured inside P10-P90 in "
-          f"{inside}/{len(ape)}. 'no replay': the resident set at profile time plus the step's "
-          "tensors, no heap retention and no first-step pages (signed mean "
-          f"{sum(naive_errors) / len(naive_errors):+.1%}).")
+    tuned = [_rss_row(case, mode) for case, mode in RSS_CASES]
+    print("held out (not tuned on):")
+    held = [_rss_row(case, mode) for case, mode in HOLDOUT_CASES]
+    stats = {"tuned on": _rss_stats(tuned, "RSS, the 8 cases tuned on"),
+             "held out": _rss_stats(held, "RSS, held out")}
+    print("'no replay': the resident set at profile time plus the step's tensors, no heap "
+          "retention, no library probe and no first-step pages.")
+    from _results import summary_row, write_summary
+
+    anchor = "peak resident set (VmHWM) of two user-style steps in a fresh process, this CPU"
+    rows = []
+    for which, st in stats.items():
+        regime = f"CPU peak resident set (RSS), {which} ({st['n']} cases)"
+        rows += [
+            summary_row(regime=regime, metric="mean |error| of memory.process_bytes",
+                        value=st["mean"], unit="%", n=st["n"], anchor=anchor,
+                        baseline="resident set at profile time + the step's tensors",
+                        baseline_value=st["naive"]),
+            summary_row(regime=regime, metric="max |error|", value=st["max"], unit="%",
+                        n=st["n"], anchor=anchor),
+            summary_row(regime=regime, metric="signed mean error", value=st["signed"],
+                        unit="+%", n=st["n"], anchor=anchor),
+            summary_row(regime=regime, metric="cases within 10 % (goal: all)",
+                        value=st["within"] / st["n"], unit="%", n=st["n"], anchor=anchor),
+        ]
+    write_summary("profile_memory_rss", rows, command="python bench/profile_memory.py --rss")
 
 
 def main() -> None:
