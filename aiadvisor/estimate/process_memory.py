@@ -183,39 +183,53 @@ class GlibcHeap:
         self._free.insert(i, [addr, size])
 
 
-def replay_steps(events, *, num_steps: int = 2, persistent_after_first=()) -> tuple[int, int]:
+def replay_steps(events, *, num_steps: int = 2, persistent_after_first=(),
+                 update_temporaries=()) -> tuple[int, int]:
     """(resident peak, live-bytes peak) of ``num_steps`` steps of ``events`` through a fresh
     :class:`GlibcHeap`.
 
     ``events``: one step's ``(key, nbytes)`` in order, ``nbytes > 0`` an allocation and
-    ``nbytes <= 0`` the free of ``key``; whatever is still live at the end of a step is freed
-    then (outputs, gradients at ``zero_grad``). ``persistent_after_first``: sizes allocated once
-    after the first step and kept (an optimizer's state). Keys ``("native", ...)`` are a native
-    library's own buffers (:func:`aiadvisor.profiler.recorder.native_transients`): they take
-    heap but are not among the live tensor bytes."""
+    ``nbytes <= 0`` the free of ``key``. Keys ``("native", ...)`` are a native library's own
+    buffers (:func:`aiadvisor.profiler.recorder.native_transients`): they take heap but are not
+    among the live tensor bytes. After the step's events comes the optimizer, while the
+    gradients are still live: in the first step it allocates ``persistent_after_first`` (its
+    state, kept), then in every step each parameter's update makes the temporaries of one tuple
+    of ``update_temporaries`` and frees them (Adam's ``exp_avg_sq.sqrt() / bias_correction``:
+    two of the parameter's size). Whatever is still live at the end of a step is freed then
+    (outputs, gradients at ``zero_grad``)."""
     heap = GlibcHeap()
     live = peak_live = 0
     sizes: dict = {}
+
+    def alloc(k, nbytes: int, counted: bool = True) -> None:
+        nonlocal live, peak_live
+        heap.alloc(k, nbytes)
+        sizes[k] = nbytes if counted else 0
+        live += sizes[k]
+        peak_live = max(peak_live, live)
+
+    def free(k) -> None:
+        nonlocal live
+        heap.free(k)
+        live -= sizes.pop(k)
+
     for step in range(num_steps):
         for key, nbytes in events:
             k = (step, key)
-            native = isinstance(key, tuple) and key[:1] == ("native",)
             if nbytes > 0:
-                heap.alloc(k, nbytes)
-                sizes[k] = 0 if native else nbytes
-                live += sizes[k]
-                peak_live = max(peak_live, live)
+                alloc(k, nbytes, counted=not (isinstance(key, tuple) and key[:1] == ("native",)))
             elif k in sizes:
-                heap.free(k)
-                live -= sizes.pop(k)
-        for k in [k for k in sizes if k[0] == step]:
-            heap.free(k)
-            live -= sizes.pop(k)
+                free(k)
         if step == 0:
             for i, nbytes in enumerate(persistent_after_first):
-                heap.alloc(("state", i), nbytes)
-                live += nbytes
-                peak_live = max(peak_live, live)
+                alloc(("state", i), nbytes)
+        for i, group in enumerate(update_temporaries):
+            for j, nbytes in enumerate(group):
+                alloc((step, "update", i, j), nbytes)
+            for j in range(len(group)):
+                free((step, "update", i, j))
+        for k in [k for k in sizes if k[0] == step]:
+            free(k)
     return heap.peak, peak_live
 
 

@@ -53,7 +53,10 @@ def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dic
     sizes = [p.numel() * p.element_size() for p in params if p.requires_grad]
     state = [s for s in sizes for _ in range(_STATE_TENSORS.get(optimizer, 0))] \
         if mode == "train" else []
-    heap_peak, live_peak = pm.replay_steps(result.alloc_events, persistent_after_first=state)
+    temporaries = [(s, s) for s in sizes] if mode == "train" and optimizer in ("adam", "adamw") \
+        else []
+    heap_peak, live_peak = pm.replay_steps(result.alloc_events, persistent_after_first=state,
+                                           update_temporaries=temporaries)
     inputs = [t for t in tree_flatten((spec.args, spec.kwargs))[0] if isinstance(t, torch.Tensor)]
     resident = _cpu_bytes([*params, *model.buffers(), *inputs, *(p.grad for p in params)])
     rss = _resident_rss()   # before the probe, which adds to it what it measures

@@ -159,3 +159,17 @@ def test_cpu_profile_measures_what_the_libraries_add_for_its_largest_gemm():
     first = process._library_probe((32, 256, 512), False)
     again = process._library_probe((32, 256, 512), False)
     assert isinstance(first, int) and first >= 0 and again <= max(first, 1 * MiB)
+
+
+def test_optimizer_state_lands_while_the_gradients_are_still_live():
+    # One step: a 1 MiB gradient created and kept to the step's end (zero_grad). Threshold 128
+    # KiB, so step 1 mmaps it: 1 MiB + 16 + 96 bytes in whole pages = 1 MiB + 4096. The
+    # optimizer then allocates its 1 MiB state (also mmapped: the gradient is not freed yet, so
+    # the threshold is still 128 KiB) and one update temporary pair of 1 MiB each, both mmapped:
+    # 4 x (1 MiB + 4096) resident at once. Freeing the temporaries raises the threshold to their
+    # chunk (1 MiB + 4096); step 2's gradient and temporaries then come from the heap.
+    events = [(1, MiB)]
+    peak, live = pm.replay_steps(events, persistent_after_first=[MiB],
+                                 update_temporaries=[(MiB, MiB)])
+    assert live == 4 * MiB
+    assert peak == 4 * (MiB + 4096)
