@@ -17,6 +17,17 @@ allocators hand out. The operating system sees more:
   development machine, ResNet-50 inference (batch 8) peaks 169 MB above its allocator-level
   increment with glibc's defaults and 13 MB above it with ``MALLOC_MMAP_THRESHOLD_=131072``
   (a fixed threshold, every large tensor mmapped): the retained heap is the difference.
+  The replay also carries what is not a PyTorch tensor but takes the same heap: oneDNN's
+  reorder buffers around each convolution (``("native", ...)`` events, see
+  :func:`aiadvisor.profiler.recorder.native_transients`) and the optimizer's state and update
+  temporaries, allocated while the gradients are still live. What the BLAS and oneDNN libraries
+  keep after their first call (MKL's packing buffers, code pages) is measured at profile time
+  by running the model's largest GEMM once (``library_bytes``,
+  :func:`aiadvisor.profiler.process._library_probe`). Not modelled: how glibc's bins and thread
+  cache order reuse beyond best fit; ResNet-50 training on the development CPU peaks about
+  260 MiB above the replay of its real allocation stream (the real stream and the traced one
+  replay to within 1 %), and nothing above it with a fixed mmap threshold, so the gap is heap
+  retention that this replay does not reproduce.
 * **CUDA, ``torch.cuda.max_memory_reserved()``.** The caching allocator
   (``c10/cuda/CUDACachingAllocator.cpp``) rounds every request up to 512 bytes; requests up to
   1 MiB share 2 MiB segments, requests up to 10 MiB are cut from 20 MiB segments, larger ones
