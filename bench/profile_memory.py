@@ -17,7 +17,7 @@ optimizer step, zero_grad; inference: forward under no_grad); measured = ``VmHWM
 Goal: within 10 % in every case, no sign bias. The 8 ``RSS_CASES`` are the ones the model was
 developed against; the 4 ``HOLDOUT_CASES`` (LSTM, ViT, a 4096-wide MLP trained with SGD) were
 added after it and not tuned on. Writes ``bench/results/profile_memory_rss.json``.
-Last run (2026-12-03 19:27 UTC, 2-core shared development machine, load about 1, torch 2.13):
+Last run (2026-12-03 19:25 UTC, 2-core shared development machine, load about 1, torch 2.13):
 tuned-on errors -10.4, -16.2 (ResNet-50 infer, train), -7.9, -8.2 (GPT-2), -2.8, -8.4
 (BERT-base), -1.1, -1.8 % (MLP): mean |error| 7.1 %, signed mean -7.1 %, 6/8 within 10 %;
 held out +7.5 (LSTM train), -4.1, -5.8 (ViT infer, train), -1.9 % (MLP, SGD): mean 4.8 %,

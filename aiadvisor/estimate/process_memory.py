@@ -23,11 +23,13 @@ allocators hand out. The operating system sees more:
   temporaries, allocated while the gradients are still live. What the BLAS and oneDNN libraries
   keep after their first call (MKL's packing buffers, code pages) is measured at profile time
   by running the model's largest GEMM once (``library_bytes``,
-  :func:`aiadvisor.profiler.process._library_probe`). Not modelled: how glibc's bins and thread
-  cache order reuse beyond best fit; ResNet-50 training on the development CPU peaks about
-  260 MiB above the replay of its real allocation stream (the real stream and the traced one
-  replay to within 1 %), and nothing above it with a fixed mmap threshold, so the gap is heap
-  retention that this replay does not reproduce.
+  :func:`aiadvisor.profiler.process._library_probe`). Not modelled: how glibc's bins, thread
+  cache and "last remainder" place chunks (not best fit). On the development CPU, ResNet-50
+  inference (batch 8) grew the brk heap by up to 220 MiB over two steps (strace) with 87 MiB
+  live; replaying that process's own malloc stream, every size, recorded by an LD_PRELOAD
+  interposer, through :class:`GlibcHeap` peaks at 123 MiB, as the traced stream does. With a
+  fixed mmap threshold the same steps peak 21 MiB above the live bytes in training, so the
+  gap is placement in the heap, not allocations the trace misses.
 * **CUDA, ``torch.cuda.max_memory_reserved()``.** The caching allocator
   (``c10/cuda/CUDACachingAllocator.cpp``) rounds every request up to 512 bytes; requests up to
   1 MiB share 2 MiB segments, requests up to 10 MiB are cut from 20 MiB segments, larger ones
