@@ -17,6 +17,19 @@ allocators hand out. The operating system sees more:
   development machine, ResNet-50 inference (batch 8) peaks 169 MB above its allocator-level
   increment with glibc's defaults and 13 MB above it with ``MALLOC_MMAP_THRESHOLD_=131072``
   (a fixed threshold, every large tensor mmapped): the retained heap is the difference.
+  The replay also carries what is not a PyTorch tensor but takes the same heap: oneDNN's
+  reorder buffers around each convolution (``("native", ...)`` events, see
+  :func:`aiadvisor.profiler.recorder.native_transients`) and the optimizer's state and update
+  temporaries, allocated while the gradients are still live. What the BLAS and oneDNN libraries
+  keep after their first call (MKL's packing buffers, code pages) is measured at profile time
+  by running the model's largest GEMM once (``library_bytes``,
+  :func:`aiadvisor.profiler.process._library_probe`). Not modelled: how glibc's bins, thread
+  cache and "last remainder" place chunks (not best fit). On the development CPU, ResNet-50
+  inference (batch 8) grew the brk heap by up to 220 MiB over two steps (strace) with 87 MiB
+  live; replaying that process's own malloc stream, every size, recorded by an LD_PRELOAD
+  interposer, through :class:`GlibcHeap` peaks at 123 MiB, as the traced stream does. With a
+  fixed mmap threshold the same steps peak 21 MiB above the live bytes in training, so the
+  gap is placement in the heap, not allocations the trace misses.
 * **CUDA, ``torch.cuda.max_memory_reserved()``.** The caching allocator
   (``c10/cuda/CUDACachingAllocator.cpp``) rounds every request up to 512 bytes; requests up to
   1 MiB share 2 MiB segments, requests up to 10 MiB are cut from 20 MiB segments, larger ones
@@ -35,9 +48,17 @@ KiB, MiB = 1024, 1024**2
 #: glibc malloc defaults on 64-bit Linux (malloc/malloc.c).
 MMAP_THRESHOLD_MIN = 128 * KiB
 MMAP_THRESHOLD_MAX = 32 * MiB
-#: glibc chunk header and alignment: a request of n bytes takes n + 8 rounded up to 16
-#: (posix_memalign with PyTorch's 64-byte alignment may add up to 64 more; ignored).
+#: glibc chunk header and alignment: a request of n bytes takes n + 8 rounded up to 16.
 _CHUNK_OVERHEAD, _CHUNK_ALIGN, _PAGE = 8, 16, 4096
+#: PyTorch's CPU allocator asks ``posix_memalign`` for 64-byte alignment (c10/core/alignment.h
+#: ``gAlignment``). glibc's ``_int_memalign`` (malloc/malloc.c, 2.36 as on the development
+#: machine) then asks ``_int_malloc`` for ``nb + alignment + MINSIZE`` bytes, cuts the aligned
+#: chunk out and frees the leading and trailing pieces. So a freed chunk is too small for the
+#: next request of the same size (it needs 96 bytes more): the heap grows past the hole instead
+#: of reusing it. Measured on the development CPU: ``F.linear`` of (512, 768) by (16000, 768)
+#: three times grew the main arena by 62 MiB (two 31 MiB outputs left as holes) while the live
+#: bytes stayed the same.
+_ALIGNMENT, _MINSIZE = 64, 32
 
 #: CUDA caching allocator constants (c10/cuda/CUDACachingAllocator.cpp: kMinBlockSize,
 #: kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge).
@@ -106,27 +127,46 @@ class GlibcHeap:
         return self.heap_end + self.mmapped
 
     def alloc(self, key, nbytes: int) -> None:
-        size = _chunk(int(nbytes))
+        """``posix_memalign(64, nbytes)``: a free chunk or the top must hold ``nb + 96``."""
+        nb = _chunk(int(nbytes))
+        request = nb + _ALIGNMENT + _MINSIZE
         best = None
         for i, (_, free_size) in enumerate(self._free):
-            if free_size >= size and (best is None or free_size < self._free[best][1]):
+            if free_size >= request and (best is None or free_size < self._free[best][1]):
                 best = i
         if best is not None:
-            addr, free_size = self._free[best]
-            if free_size - size >= 32:
-                self._free[best] = [addr + size, free_size - size]
-            else:
-                self._free.pop(best)
-                size = free_size
-            self._live[key] = (addr, size)
-        elif size >= self.threshold:
-            size = -(-size // _PAGE) * _PAGE     # mmapped chunks are whole pages
+            addr, free_size = self._free.pop(best)
+            self._carve(key, addr, free_size, nb)
+        elif request >= self.threshold:
+            size = -(-(request + _CHUNK_OVERHEAD) // _PAGE) * _PAGE   # whole pages
             self.mmapped += size
             self._live[key] = (-1, size)
-        else:
-            self._live[key] = (self.heap_end, size)
-            self.heap_end += size
+        else:   # from the top chunk (a free tail is part of it), extended as needed
+            addr = self.heap_end
+            if self._free and sum(self._free[-1]) == self.heap_end:
+                addr = self._free.pop()[0]
+            self.heap_end = max(self.heap_end, addr + request)
+            self._carve(key, addr, request, nb)
         self.peak = max(self.peak, self.resident)
+
+    def _carve(self, key, addr: int, region: int, nb: int) -> None:
+        """Place an ``nb`` chunk whose user pointer (chunk + 16) is 64-byte aligned in the
+        region ``[addr, addr + region)``; give the leading and trailing pieces back (glibc
+        frees them; coalescing them at once is a simplification: small ones go to the thread
+        cache first)."""
+        start = addr
+        if (start + 16) % _ALIGNMENT:
+            start = addr + (-(addr + 16) % _ALIGNMENT)
+            if start - addr < _MINSIZE:
+                start += _ALIGNMENT
+        end = start + nb
+        if addr + region - end < _MINSIZE:   # too small to split off: part of the chunk
+            end = addr + region
+        self._live[key] = (start, end - start)
+        if start > addr:
+            self._release(addr, start - addr)
+        if addr + region > end:
+            self._release(end, addr + region - end)
 
     def free(self, key) -> None:
         entry = self._live.pop(key, None)
@@ -138,6 +178,11 @@ class GlibcHeap:
             if self.threshold < size <= MMAP_THRESHOLD_MAX:
                 self.threshold = size  # glibc's dynamic threshold (trim threshold = 2x)
             return
+        self._release(addr, size)
+
+    def _release(self, addr: int, size: int) -> None:
+        """Return ``[addr, addr + size)`` to the free list, coalesced with free neighbours; a
+        free top longer than the trim threshold is given back to the system."""
         i = bisect.bisect_left(self._free, [addr, 0])
         if i < len(self._free) and self._free[i][0] == addr + size:    # merge the next one
             size += self._free.pop(i)[1]
@@ -145,45 +190,59 @@ class GlibcHeap:
             addr, size = self._free[i - 1][0], self._free[i - 1][1] + size
             self._free.pop(i - 1)
             i -= 1
-        if addr + size == self.heap_end:   # joins the top: trim past the threshold
-            if size >= self.trim_threshold:
-                self.heap_end = addr
-            else:
-                self._free.insert(i, [addr, size])
+        if addr + size == self.heap_end and size >= self.trim_threshold:
+            self.heap_end = addr   # joins the top: trimmed past the threshold
             return
         self._free.insert(i, [addr, size])
 
 
-def replay_steps(events, *, num_steps: int = 2, persistent_after_first=()) -> tuple[int, int]:
+def replay_steps(events, *, num_steps: int = 2, persistent_after_first=(),
+                 update_temporaries=()) -> tuple[int, int]:
     """(resident peak, live-bytes peak) of ``num_steps`` steps of ``events`` through a fresh
     :class:`GlibcHeap`.
 
     ``events``: one step's ``(key, nbytes)`` in order, ``nbytes > 0`` an allocation and
-    ``nbytes <= 0`` the free of ``key``; whatever is still live at the end of a step is freed
-    then (outputs, gradients at ``zero_grad``). ``persistent_after_first``: sizes allocated once
-    after the first step and kept (an optimizer's state)."""
+    ``nbytes <= 0`` the free of ``key``. Keys ``("native", ...)`` are a native library's own
+    buffers (:func:`aiadvisor.profiler.recorder.native_transients`): they take heap but are not
+    among the live tensor bytes. After the step's events comes the optimizer, while the
+    gradients are still live: in the first step it allocates ``persistent_after_first`` (its
+    state, kept), then in every step each parameter's update makes the temporaries of one tuple
+    of ``update_temporaries`` and frees them (Adam's ``exp_avg_sq.sqrt() / bias_correction``:
+    two of the parameter's size). Whatever is still live at the end of a step is freed then
+    (outputs, gradients at ``zero_grad``)."""
     heap = GlibcHeap()
     live = peak_live = 0
     sizes: dict = {}
+
+    def alloc(k, nbytes: int, counted: bool = True) -> None:
+        nonlocal live, peak_live
+        heap.alloc(k, nbytes)
+        sizes[k] = nbytes if counted else 0
+        live += sizes[k]
+        peak_live = max(peak_live, live)
+
+    def free(k) -> None:
+        nonlocal live
+        heap.free(k)
+        live -= sizes.pop(k)
+
     for step in range(num_steps):
         for key, nbytes in events:
             k = (step, key)
             if nbytes > 0:
-                heap.alloc(k, nbytes)
-                sizes[k] = nbytes
-                live += nbytes
-                peak_live = max(peak_live, live)
+                alloc(k, nbytes, counted=not (isinstance(key, tuple) and key[:1] == ("native",)))
             elif k in sizes:
-                heap.free(k)
-                live -= sizes.pop(k)
-        for k in [k for k in sizes if k[0] == step]:
-            heap.free(k)
-            live -= sizes.pop(k)
+                free(k)
         if step == 0:
             for i, nbytes in enumerate(persistent_after_first):
-                heap.alloc(("state", i), nbytes)
-                live += nbytes
-                peak_live = max(peak_live, live)
+                alloc(("state", i), nbytes)
+        for i, group in enumerate(update_temporaries):
+            for j, nbytes in enumerate(group):
+                alloc((step, "update", i, j), nbytes)
+            for j in range(len(group)):
+                free((step, "update", i, j))
+        for k in [k for k in sizes if k[0] == step]:
+            free(k)
     return heap.peak, peak_live
 
 
@@ -258,13 +317,18 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     transient = max(0, peak_bytes - weights_bytes - inputs_bytes)
     ratio = facts.get("heap_ratio", 1.0)
     first = FIRST_STEP_RESIDENT_BYTES["train" if mode == "train" else "infer"]
+    library = facts.get("library_bytes") or 0
     fixed = base + weights_bytes + inputs_bytes
-    total = fixed + transient * ratio + first
-    label = (f"CPU resident set (RSS) at the step's peak (estimated): {base / MiB:.0f} MiB the "
-             "process held without the model's tensors when profiled (measured), weights and "
-             f"inputs, the step's other tensors x {ratio:.2f} (glibc heap they leave resident, "
-             "replayed), and the first step's runtime pages; assumes no optimizer state is "
-             "resident yet.")
-    return ProcessEstimate(process_bytes=int(total), label=label, cuda_reserved_bytes=reserved,
-                           process_low_bytes=int(fixed + transient + first / 2),
-                           process_high_bytes=int(fixed + transient * (ratio + 1) + first))
+    total = fixed + transient * ratio + first + library
+    label = (f"CPU resident set (RSS) at the step's peak (estimated), not allocator bytes: "
+             f"{base / MiB:.0f} MiB the process held without the model's tensors when profiled "
+             f"(measured), weights and inputs, the step's other tensors x {ratio:.2f} (the glibc "
+             "heap they and oneDNN's reorder buffers leave resident, replayed), "
+             f"{library / MiB:.0f} MiB that the BLAS/oneDNN libraries added when this process "
+             "ran the model's largest GEMM once (measured at profile time), and the first "
+             f"step's runtime pages ({first / MiB:.0f} MiB, measured once on the development "
+             "CPU); assumes no optimizer state is resident yet.")
+    return ProcessEstimate(
+        process_bytes=int(total), label=label, cuda_reserved_bytes=reserved,
+        process_low_bytes=int(fixed + transient + (first + library) / 2),
+        process_high_bytes=int(fixed + transient * (ratio + 1) + first + library))

@@ -51,6 +51,8 @@ class TraceResult:
     """Forward calls per module name."""
     alloc_events: tuple[tuple[int, int], ...] = ()
     """Storages created and freed during the step, in order (``Recorder.events``)."""
+    largest_gemm: tuple = ()
+    """``(M, K, N)`` of the forward GEMM with the largest ``K x N`` (``Recorder.largest_gemm``)."""
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -218,7 +220,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         block_output_bytes=block_out[0] if block_out else 0,
         block_peak_bytes=block_peak,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
-        alloc_events=tuple(recorder.events), views=dict(recorder.views),
+        alloc_events=tuple(recorder.events), largest_gemm=tuple(recorder.largest_gemm),
+        views=dict(recorder.views),
         module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
     )
 
