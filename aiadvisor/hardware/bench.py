@@ -619,7 +619,12 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
         cached = _load_cached(path, config)
         if cached is not None:
             return cached
-    result = _run(torch, device, config, skipped, _progress_fn(progress))
+    # The timings draw random tensors: the caller's RNG streams (CPU and CUDA) are left as
+    # they were, as profiling and advice leave them.
+    cuda = [torch.cuda.current_device()] if device.backend in ("cuda", "rocm") and \
+        torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=cuda):
+        result = _run(torch, device, config, skipped, _progress_fn(progress))
     busy = any(k.startswith("timing ") for k in result.skipped)
     stored = None if busy else _store(path, result)
     return dataclasses.replace(result, cache_path=stored)

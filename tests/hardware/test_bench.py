@@ -297,3 +297,16 @@ def test_the_sentinel_sees_two_threads_on_one_core():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert float(out[0]) <= 0.55 and out[1] == "False"
+
+
+def test_a_benchmark_leaves_the_callers_random_stream_as_it_was(tmp_path):
+    # The timings draw random tensors; the caller's next random numbers are the ones it would
+    # have drawn without the benchmark.
+    import torch
+
+    torch.manual_seed(1234)
+    expected = torch.rand(4)
+    torch.manual_seed(1234)
+    benchmark(cache_dir=tmp_path, progress=False, refresh=True,
+              **{**TINY, "ops": True, "op_elements": (2**10,)})
+    assert torch.equal(torch.rand(4), expected)
