@@ -44,11 +44,12 @@ opt = torch.optim.AdamW(net.parameters(), lr=1e-2)
 '''
 
 
-def _reference_losses() -> list[float]:
+def _reference_losses(preamble: str | None = None) -> list[float]:
     """Single-process training: with the same batch on both ranks, the averaged gradient
-    equals the single-process gradient, so DDP and FSDP must reproduce these losses."""
+    equals the single-process gradient, so DDP and FSDP (and, with ``EP_PREAMBLE``, the
+    expert-parallel step) must reproduce these losses."""
     namespace: dict = {}
-    exec(PREAMBLE, namespace)  # noqa: S102 (the same model code the scripts run)
+    exec(preamble or PREAMBLE, namespace)  # noqa: S102 (the same model code the scripts run)
     net, opt, batch, my_loss = (namespace[k] for k in ("net", "opt", "batch", "my_loss"))
     losses = []
     for _ in range(NUM_STEPS):
@@ -165,17 +166,7 @@ def my_loss(output):
 
 def _reference_ep_losses() -> list[float]:
     """The same batch on both ranks: the expert-parallel step must match one process's."""
-    namespace: dict = {}
-    exec(EP_PREAMBLE, namespace)  # noqa: S102 (the same model code the script runs)
-    net, opt, batch, my_loss = (namespace[k] for k in ("net", "opt", "batch", "my_loss"))
-    losses = []
-    for _ in range(NUM_STEPS):
-        loss = my_loss(net(batch))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-    return losses
+    return _reference_losses(EP_PREAMBLE)
 
 
 @pytest.mark.slow
