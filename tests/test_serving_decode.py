@@ -176,3 +176,18 @@ def test_one_traced_block_stands_for_all_of_them():
 
     assert totals(once) == pytest.approx(totals(whole))
     assert any("layers.*" in op.module for op in once.ops)
+
+
+def test_an_untraced_decode_step_says_how_it_was_priced(tiny_gpt):
+    # A profile whose decode step could not be traced (decode=None) is priced the old way, and
+    # eager predictions say so instead of falling back silently; traced ones say they are.
+    import dataclasses
+
+    gp = aa.profile_generation(tiny_gpt, prompt_len=64)
+    untraced = dataclasses.replace(gp, decode=None)
+    kw = dict(hardware="H100", weight_precision="bf16", prompt_len=64, output_len=16,
+              engine="eager")
+    notes = aa.predict_generation(untraced, **kw).notes
+    assert any("could not be traced" in n for n in notes)
+    assert not any("could not be traced" in n for n in aa.predict_generation(gp, **kw).notes)
+    assert any("as traced with its cache" in n for n in aa.predict_generation(gp, **kw).notes)

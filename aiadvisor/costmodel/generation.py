@@ -431,6 +431,11 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     if engine == "eager" and gp.decode is not None:
         notes.append("Decode priced on the model's own decode step as traced with its cache "
                      "(e.g. torch.cat re-copying every layer's cache each step, the mask).")
+    elif engine == "eager":
+        notes.append("The model's own decode step could not be traced with a cache: decode is "
+                     "priced as the prompt forward at one token plus the attention over the "
+                     "cache, without what the model's cache handling costs (e.g. torch.cat "
+                     "re-copying each layer's cache), so it is likely too fast.")
     notes.append(f"Decode priced at the mean context of {context:g} tokens; the engine takes "
                  f"{ENGINE_MEMORY_FRACTION:.0%} of device memory (vLLM's default) and the cache "
                  "fills what weights and one prompt's activations leave.")
