@@ -250,6 +250,7 @@ def test_the_contention_guard_retries_busy_timings_and_the_result_is_not_cached(
     calls = []
     real = bench._time_op
     monkeypatch.setattr(bench, "_time_op", lambda fn, **kw: (calls.append(1), real(fn, **kw))[1])
+    monkeypatch.setattr(bench, "BUSY_SHARE", 0.75)  # the guard on (tests/conftest.py)
     monkeypatch.setattr(bench.ContentionGuard, "share", lambda self, fn, t: 0.4)
     monkeypatch.setattr(bench.time, "sleep", lambda s: None)
     real_process_time = bench.time.process_time
@@ -269,6 +270,7 @@ def test_a_quiet_sentinel_accepts_a_single_threaded_timing(monkeypatch, tmp_path
     calls = []
     real = bench._time_op
     monkeypatch.setattr(bench, "_time_op", lambda fn, **kw: (calls.append(1), real(fn, **kw))[1])
+    monkeypatch.setattr(bench, "BUSY_SHARE", 0.75)  # the guard on (tests/conftest.py)
     monkeypatch.setattr(bench.ContentionGuard, "share", lambda self, fn, t: 0.95)
     real_process_time = bench.time.process_time
     monkeypatch.setattr(bench.time, "process_time", lambda: real_process_time() * 0.0)
