@@ -30,6 +30,14 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   measured per-op overhead.
 * **An op of a timed family** (e.g. ``aten.sigmoid``: activation; ``aten.native_group_norm``:
   norm): the median over that family's timed ops at the same work.
+* **Cold inputs**: ops of :data:`COLD_FAMILIES` (elementwise, activation, norm, copy; not a
+  decode cache's ops, timed cold already) are slowed by :meth:`LocalCalibration.cold_factor`,
+  the median cold/hot ratio of the few ops the calibration timed on cold inputs
+  (:func:`aiadvisor.hardware.calibrate.cold_points`) at the same bytes. In a real step an op
+  reads tensors written long before into a fresh output; the hot grid reuses one buffer in a
+  loop. On the development CPU the ratio was about 1.5 from 2 to 8 MiB, falling to 1 by 16 MiB
+  (where the hot grid's own fresh outputs already pay the page faults); the bench's training
+  and inference steps rose 0-4 % (``bench/costmodel_local_cpu.py``).
 * **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
   the same optimizer (Adam uses AdamW's).
 * Anything else keeps the roofline on the measured bandwidth plus the per-op overhead.
@@ -45,7 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware.calibrate import CACHE_SUFFIX
+from ..hardware.calibrate import CACHE_SUFFIX, COLD_SUFFIX
 from ..units import OPTIMIZER_TRAFFIC
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
@@ -85,6 +93,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 #: 64-token prefill GEMMs, about 57 rows, ran at 86 GFLOP/s; the skinny grid's M = 64 at 93,
 #: the linear grid at 140-155).
 SKINNY_ROWS = 48.0
+#: Families priced at the cold-input slowdown (:meth:`LocalCalibration.cold_factor`) over their
+#: hot-loop times: streaming ops whose inputs a real step wrote long before.
+COLD_FAMILIES = ("elementwise", "activation", "norm", "copy")
 _DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
@@ -149,6 +160,23 @@ class LocalCalibration:
     conv: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """(``conv-forward``/``conv-backward``, dtype) -> (log FLOPs per byte, log FLOP/s) of the
     timed convolutions, by increasing intensity."""
+    cold: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Cold-input slowdowns: op -> (log bytes, log of cold over hot seconds at those bytes) of
+    each op timed on cold inputs (FP32), by increasing bytes."""
+
+    def cold_factor(self, num_bytes: np.ndarray) -> np.ndarray:
+        """How much slower a memory-bound op runs on cold inputs than the hot grid says: the
+        median over the cold-timed ops of each one's cold/hot ratio at these bytes (log-log
+        interpolation, flat beyond the largest size), never under 1; 1 below the smallest
+        bytes any op was timed cold at (small tensors a step just wrote stay in a core's
+        cache)."""
+        b = np.maximum(np.asarray(num_bytes, float), 1.0)
+        if not self.cold:
+            return np.ones_like(b)
+        lb = np.log(b)
+        ratios = np.exp(np.median([np.interp(lb, x, y) for x, y in self.cold.values()], axis=0))
+        smallest = min(float(x[0]) for x, _ in self.cold.values())
+        return np.where(lb < smallest, 1.0, np.maximum(ratios, 1.0))
 
     @classmethod
     def from_benchmark(cls, result, precision: str) -> LocalCalibration:
@@ -178,16 +206,20 @@ class LocalCalibration:
                     (np.log(p.flops / max(p.num_bytes, 1.0)), np.log(p.flops / p.seconds)))
                 continue
             by_key.setdefault((p.op, dtype), []).append((work, p.seconds))
+            if p.op.endswith(COLD_SUFFIX):  # a slowdown over the hot curves, not a family member
+                continue
             ops = family_ops.setdefault((p.family, dtype), [])
             if p.op not in ops:
                 ops.append(p.op)
         curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
+        cold = {key: pts for key, pts in by_key.items() if key[0].endswith(COLD_SUFFIX)}
         rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
-                   conv={k: _intensity_rates(v) for k, v in conv.items()})
+                   conv={k: _intensity_rates(v) for k, v in conv.items()},
+                   cold=_cold_slowdowns(cold, curves))
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
@@ -228,6 +260,8 @@ class LocalCalibration:
                     out[rows] = np.median([self.curves[(o, dt)].seconds(work)
                                            for o in members], axis=0)
                     break
+            if fam in COLD_FAMILIES and not key.endswith(CACHE_SUFFIX):
+                out[rows] = out[rows] * self.cold_factor(bytes_per_call[rows])
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype)
@@ -268,6 +302,23 @@ class LocalCalibration:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
         return fit[0] * tensors + fit[1] * elements
+
+
+def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],
+                    curves: dict[tuple[str, str], SizeCurve]
+                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per cold-timed op with a hot curve of the same name and dtype: (log bytes, log of cold
+    over hot seconds), by increasing bytes."""
+    out = {}
+    for (name, dtype), pts in cold.items():
+        hot = curves.get((name.removesuffix(COLD_SUFFIX), dtype))
+        if hot is None:
+            continue
+        pts = sorted(pts)
+        b = np.array([w for w, _ in pts], float)
+        ratio = np.array([s for _, s in pts], float) / hot.seconds(b)
+        out[name] = (np.log(b), np.log(ratio))
+    return out
 
 
 def gemm_rows(flops, num_bytes, dtype: str = "float32"):

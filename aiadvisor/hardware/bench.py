@@ -32,6 +32,7 @@ from ..units import PRECISION_COLUMN
 from .calibrate import (
     ATTENTION_SEQ,
     CACHE_CONTEXTS,
+    COLD_ELEMENTS,
     CONV_SHAPES,
     CPU_ELEMENTS,
     GPU_ELEMENTS,
@@ -41,6 +42,7 @@ from .calibrate import (
     OpPoint,
     OptimizerPoint,
     cache_points,
+    cold_points,
     conv_points,
     linear_points,
     op_points,
@@ -60,7 +62,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 5
+_CACHE_VERSION = 6
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -184,6 +186,13 @@ def cache_grid(elements: Sequence[int]) -> tuple[int, ...]:
     """Decode-cache context lengths timed with an op grid of ``elements`` (a CPU's): those whose
     key tensor (16 heads x context x 64) is no bigger than the largest grid tensor."""
     return tuple(c for c in CACHE_CONTEXTS if 16 * 64 * c <= max(elements))
+
+
+def cold_grid(elements: Sequence[int]) -> tuple[int, ...]:
+    """Cold-input grid sizes timed with an op grid of ``elements`` (a CPU's): those of
+    :data:`~aiadvisor.hardware.calibrate.COLD_ELEMENTS` no bigger than the largest grid
+    tensor (a cold timing's slowdown is read against the hot curve at the same size)."""
+    return tuple(n for n in COLD_ELEMENTS if n <= max(elements))
 
 
 #: Benchmarks applied to a spec in this process, by (spec name, notes): how the cost model finds
@@ -656,6 +665,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                      + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
+        total_steps += len(cold_grid(config["op_elements"])) if device.backend == "cpu" else 0
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
         if device.backend == "cpu":
             total_steps += (len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
@@ -715,6 +725,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
             op_pts += cache_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step, dtypes=dtypes,
                                    contexts=cache_grid(elements))
+            op_pts += cold_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                  min_time_s=op_time, step=step, elements=cold_grid(elements))
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step)
     if guard is not None and guard.busy:

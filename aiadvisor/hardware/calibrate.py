@@ -12,7 +12,9 @@ model reads for every op of the same name (or, failing that, of the same family)
 
 Each point's work (bytes read + written, FLOPs) is counted by the profiler's own recorder on the
 same call, so a calibration point and a profiled op of the same size are measured in the same
-units. Ops a device cannot run (e.g. the CPU attention kernel on a GPU) are skipped.
+units. On a CPU a few of the memory-bound ops are timed once more on cold inputs
+(:func:`cold_points`): the cost model reads them as a slowdown over the hot curves. Ops a
+device cannot run (e.g. the CPU attention kernel on a GPU) are skipped.
 """
 
 from __future__ import annotations
@@ -61,6 +63,16 @@ CACHE_CYCLE_BYTES = 128 * 2**20
 #: Suffix of the ops on a decode step's cache (appending the new token, attending over it):
 #: timed, and looked up, apart from the same ops on hot, reused buffers.
 CACHE_SUFFIX = "[cache]"
+#: Elements per main tensor of the cold-input grid (1 - 16 MiB in FP32), and the bytes of
+#: distinct inputs each of its timings cycles through: in a real step an elementwise op reads
+#: what an earlier op wrote long before (evicted from the core's cache) into a fresh output,
+#: where the hot grid reuses one input in a loop. Measured on the 2-core development CPU at
+#: 1 M elements: ``gelu_backward`` 0.35 ms hot, 0.79 ms cold; ``add`` 0.22 ms hot, 0.33 ms cold.
+COLD_ELEMENTS = (2**18, 2**20, 2**22)
+COLD_CYCLE_BYTES = 256 * 2**20
+#: Suffix of the ops timed on cold inputs (:func:`cold_points`): kept apart from the hot grid;
+#: the cost model reads them as a slowdown of memory-bound ops over the hot curves.
+COLD_SUFFIX = "[cold]"
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -359,6 +371,45 @@ def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                           num_bytes=float(num_bytes), flops=float(flops),
                                           seconds=seconds, dtype=dtype))
             del keys, values, k0, v0, timed
+    return points
+
+
+def cold_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                time_op: Callable[..., float], min_time_s: float,
+                step: Callable[[str], None], elements=COLD_ELEMENTS,
+                cycle_bytes: int = COLD_CYCLE_BYTES) -> list[OpPoint]:
+    """A few memory-bound ops (``add``, ``relu``, ``gelu_backward``, ``native_layer_norm``) in
+    FP32 timed on cold inputs: each timing cycles through ``cycle_bytes`` of distinct inputs
+    (so no call finds its inputs in a core's cache) and every call allocates its output, as in
+    a real step. Op names carry :data:`COLD_SUFFIX`; family as in the hot grid."""
+    aten = torch.ops.aten
+    points = []
+    hidden = 512
+    w, b = torch.ones(hidden, device=dev), torch.zeros(hidden, device=dev)
+    for n in elements:
+        step(f"cold inputs elements={n}")
+        count = max(cycle_bytes // (8 * n), 2)
+        xs = [torch.randn(n, device=dev) for _ in range(count)]
+        gs = [torch.randn(n, device=dev) for _ in range(count)]
+        cases = [
+            ("elementwise", lambda x, g: aten.add(x, g)),
+            ("elementwise", lambda x, g: aten.relu(x)),
+            ("activation", lambda x, g: aten.gelu_backward(g, x)),
+            ("norm", lambda x, g: aten.native_layer_norm(x.view(-1, hidden), [hidden], w, b,
+                                                         1e-5)),
+        ]
+        with torch.no_grad():
+            for family, op in cases:
+                def cycle(op=op, xs=xs, gs=gs):
+                    for x, g in zip(xs, gs):
+                        op(x, g)
+
+                name, num_bytes, flops = _count(torch, functools.partial(op, xs[0], gs[0]))
+                seconds = time_op(cycle, sync=sync, min_time_s=min_time_s) / count
+                points.append(OpPoint(op=name + COLD_SUFFIX, family=family,
+                                      num_bytes=float(num_bytes), flops=float(flops),
+                                      seconds=seconds, dtype="float32"))
+        del xs, gs
     return points
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -383,3 +384,52 @@ def test_16_bit_steps_on_a_calibrated_cpu_are_low_confidence(calibrated_cpu):
     bf16 = predict(prof, hardware=cpu, precision="bf16")
     assert bf16.confidence == "low" and any("25 %" in n for n in bf16.notes)
 
+
+
+def test_memory_bound_ops_take_the_cold_input_slowdown():
+    # Hot: add 1 MB in 100 us, 100 MB in 10 ms; gelu 1 MB in 200 us, 100 MB in 20 ms. Cold:
+    # add 1 MB in 200 us (2x), 100 MB in 15 ms (1.5x); gelu 1 MB in 300 us (1.5x), 100 MB in
+    # 40 ms (2x).
+    pts = (
+        OpPoint(op="aten.add", family="elementwise", num_bytes=1e6, flops=0, seconds=100e-6),
+        OpPoint(op="aten.add", family="elementwise", num_bytes=1e8, flops=0, seconds=10e-3),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e6, flops=0, seconds=200e-6),
+        OpPoint(op="aten.gelu", family="activation", num_bytes=1e8, flops=0, seconds=20e-3),
+        OpPoint(op="aten.add[cold]", family="elementwise", num_bytes=1e6, flops=0,
+                seconds=200e-6),
+        OpPoint(op="aten.add[cold]", family="elementwise", num_bytes=1e8, flops=0,
+                seconds=15e-3),
+        OpPoint(op="aten.gelu[cold]", family="activation", num_bytes=1e6, flops=0,
+                seconds=300e-6),
+        OpPoint(op="aten.gelu[cold]", family="activation", num_bytes=1e8, flops=0,
+                seconds=40e-3),
+    )
+    cal = LocalCalibration.from_benchmark(dataclasses.replace(_benchmark(), ops=pts), "fp32")
+    # The median of two ratios is their geometric mean in log space: 1 MB sqrt(2 * 1.5) =
+    # 1.732; 100 MB sqrt(1.5 * 2) = 1.732; 10 MB (halfway in log bytes): add 2^0.5 * 1.5^0.5,
+    # gelu the same = 1.732; beyond 100 MB flat; under 1 MB none (1).
+    assert cal.cold_factor(np.array([1e6, 1e7, 1e9, 5e5])) == pytest.approx(
+        [math.sqrt(3), math.sqrt(3), math.sqrt(3), 1.0], rel=1e-9)
+    # Cold timings are not family members: aten.relu (elementwise, untimed) is add's curve.
+    assert cal.families[("elementwise", "float32")] == ("aten.add",)
+    names = np.array(["aten.relu", "aten.gelu", "aten.bernoulli_", "aten.cat[cache]"],
+                     dtype=object)
+    fams = np.array(["elementwise", "activation", "rng", "copy"], dtype=object)
+    out = cal.op_seconds(names, fams, np.array([1e7, 1e7, 1e7, 1e7]), np.zeros(4))
+    # relu: add's 1 ms at 10 MB x 1.732; gelu 2 ms x 1.732; rng and decode-cache ops are not
+    # scaled (nothing timed: NaN).
+    assert out[:2] == pytest.approx([1e-3 * math.sqrt(3), 2e-3 * math.sqrt(3)], rel=1e-9)
+    assert np.isnan(out[2:]).all()
+
+
+def test_a_slowdown_under_one_is_not_a_speedup():
+    pts = (
+        OpPoint(op="aten.add", family="elementwise", num_bytes=1e6, flops=0, seconds=100e-6),
+        OpPoint(op="aten.add[cold]", family="elementwise", num_bytes=1e6, flops=0,
+                seconds=80e-6),
+    )
+    cal = LocalCalibration.from_benchmark(dataclasses.replace(_benchmark(), ops=pts), "fp32")
+    assert cal.cold_factor(np.array([1e6, 1e8])) == pytest.approx([1.0, 1.0])
+    # Without cold timings (an older calibration) nothing changes.
+    plain = LocalCalibration.from_benchmark(_benchmark(), "fp32")
+    assert plain.cold == {} and plain.cold_factor(np.array([1e7]))[0] == 1.0

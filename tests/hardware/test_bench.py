@@ -312,3 +312,33 @@ def test_a_benchmark_leaves_the_callers_random_stream_as_it_was(tmp_path):
     benchmark(cache_dir=tmp_path, progress=False, refresh=True,
               **{**TINY, "ops": True, "op_elements": (2**10,)})
     assert torch.equal(torch.rand(4), expected)
+
+
+def test_cold_input_grid_counts_work_as_the_profiler_does_and_cycles_its_inputs():
+    import torch
+
+    from aiadvisor.hardware.bench import _sync_fn, cold_grid
+    from aiadvisor.hardware.calibrate import COLD_ELEMENTS, COLD_SUFFIX, cold_points
+
+    calls = []
+
+    def time_op(fn, *, sync, min_time_s):
+        calls.append(fn)
+        fn()
+        return 1e-3
+
+    n = 2**12
+    # 2 MiB of inputs in pairs of 2 x 16 KiB: 64 pairs a cycle, so each op is one 64th of it.
+    pts = cold_points(torch, dev="cpu", sync=_sync_fn(torch, "cpu"), time_op=time_op,
+                      min_time_s=0.0, step=lambda _m: None, elements=(n,), cycle_bytes=2**21)
+    by_op = {p.op: p for p in pts}
+    assert set(by_op) == {f"aten.{o}{COLD_SUFFIX}" for o in ("add", "relu", "gelu_backward",
+                                                             "native_layer_norm")}
+    # fp32: add and gelu_backward read two and write one (12 bytes an element), relu 8.
+    assert by_op["aten.add[cold]"].num_bytes == 12 * n
+    assert by_op["aten.relu[cold]"].num_bytes == 8 * n
+    assert by_op["aten.gelu_backward[cold]"].num_bytes == 12 * n
+    assert all(p.seconds == pytest.approx(1e-3 / 64) for p in pts) and len(calls) == 4
+    # Only grid sizes no bigger than the hot grid's largest tensor are timed cold.
+    assert cold_grid((2**10, 2**12)) == ()
+    assert cold_grid((2**14, 2**17, 2**20, 2**23)) == COLD_ELEMENTS
