@@ -15,6 +15,11 @@ round's prediction; interference from other tenants only ever slows a run down, 
 of several runs is the best estimate of the uncontended machine the prediction describes (the
 reasoning behind ``timeit``'s advice to take the minimum). The spread of the measured steps
 between rounds is printed too.
+Cold-input slowdown (2026-12-04, same calibration and same measured steps, the slowdown off
+then on): MAPE 12.0 % -> 10.9 %, signed mean -9.5 % -> -7.6 %, predicted faster in 10 of 12
+either way, inside P10-P90 9 of 12 either way; transformers and CNN +1-4 %, LSTM and MLP 0-1 %;
+CNN inference (already over-predicted) 11 % -> 16 % APE. Its ratio is measured by the
+calibration, not fitted to these cases.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16]`` (about four minutes on 2
 cores; bf16 needs a CPU with native bf16). On a GPU machine:
 ``python bench/costmodel_local_cpu.py --device cuda --precision bf16 --batch-scale 16
