@@ -73,8 +73,19 @@ def test_unknown_cpu_gets_an_estimate_that_says_so(monkeypatch):
     # 2 cores x 2.4454 GHz x 32 FLOP/cycle (AVX2: 2 FMA x 8 lanes x 2) = 156.5 GFLOP/s.
     assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000, rel=1e-3)
     assert "ESTIMATED" in spec.notes
-    assert spec.memory_gb == 24 and spec.memory_bw_gbs is None  # 24 GiB read as binary GB
+    assert spec.memory_gb == 24  # 24 GiB read as binary GB
+    # Bandwidth estimated from the core count: 2 cores x 15 GB/s (a single core streams about
+    # 18 GB/s on the 2-core VMs measured here), and the note says it is an estimate.
+    assert spec.memory_bw_gbs == pytest.approx(30.0)
+    assert "memory_bw_gbs is ESTIMATED" in spec.notes
     assert spec.name == "AMD EPYC (local CPU, 2 cores)"
+
+
+def test_the_bandwidth_estimate_stops_at_what_the_memory_channels_carry(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, num_cores=64)
+    # 64 x 15 = 960 GB/s would be more than 8 DDR4-3200 channels carry: capped at 160.
+    assert detect().memory_bw_gbs == pytest.approx(160.0)
 
 
 def test_zen4_avx512_counts_a_256_bit_datapath(monkeypatch):
