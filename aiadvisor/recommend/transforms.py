@@ -74,9 +74,13 @@ def _merge_norms(fused: dict[tuple[str, str], OpRecord],
     not 48). Bytes, conservatively: only the norm's read of its input (what the parent just
     wrote, ``bytes_read - bytes_written`` of the norm: the activation, leaving its weights)
     disappears; the parent's write is kept, since the sum is often the next residual (GPT-2).
-    BERT-base's ``attention.output`` at 128 tokens in bf16: add (2 x 196 KiB read, 196 KiB
-    written) + LayerNorm (196 KiB read, 196 KiB written), two kernels -> one kernel reading
-    2 x 196 KiB and writing 2 x 196 KiB."""
+    BERT-base's ``attention.output`` at 128 tokens in bf16: add (2 x 192 KiB read, 192 KiB
+    written) + LayerNorm (192 KiB read, 192 KiB written), two kernels -> one kernel reading
+    2 x 192 KiB and writing 2 x 192 KiB (128 x 768 x 2 bytes = 192 KiB).
+
+    The records keep no program order, so a norm child is merged even where its parent's
+    memory ops run elsewhere in the forward (GPT-2's final ``ln_f`` and the model's
+    position-embedding add): one kernel and one activation read too few there."""
     merged = dict(fused)
     children: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
     for (module, phase), op in fused.items():
