@@ -153,13 +153,13 @@ def test_plan_is_in_every_rendering(gpt2_report):
 @pytest.mark.slow
 def test_five_gpu_workloads_get_long_plans_of_distinct_tactics(five):
     steps = {name: [r.id for r in report.recommendations] for name, (report, _) in five.items()}
-    # The issue asks for 5 steps on each. BERT-base inference at batch 1 on the L4 gets 4 since
-    # eager PyTorch's host side is priced: the step is launch-bound, CUDA graphs take that part,
-    # and what torch.compile's fusion would add on top is under the 3 % floor: 1.023x after the
-    # 4-bit weights, 1.020x after the larger batch (a goal not met). Its other choices are
-    # alternatives of one step each: fp16 beside bf16, FP8 and W8A8 int8 beside 4-bit weights.
-    assert all(len(ids) >= 4 for ids in steps.values()), steps
-    assert sum(len(ids) >= 5 for ids in steps.values()) >= 4, steps
+    # The issue asks for 5 steps on each. BERT-base inference at batch 1 on the L4 used to get 4:
+    # fusion was priced module by module, so the residual add and its LayerNorm (a child
+    # module) stayed two kernels after torch.compile (1.023x after the 4-bit weights); priced as
+    # one kernel, as Inductor makes it, the fusion step is 1.095x (see the hand-worked test of
+    # transforms.fuse_elementwise in test_transforms.py).
+    assert all(len(ids) >= 5 for ids in steps.values()), steps
+    assert "torch_compile" in steps["bert_infer_l4"], steps
     distinct = set().union(*map(set, steps.values()))
     offered = distinct | {a["id"] for report, _ in five.values()
                           for r in report.recommendations for a in r.extra.get("alternatives", ())}
