@@ -699,6 +699,12 @@ quantized_$model = quantize_dynamic(
     $model, {torch.nn.Embedding: float_qparams_weight_only_qconfig}, dtype=torch.quint8
 )
 quantized_$model.eval()
+# The 8-bit lookup needs contiguous indices; expanded ones (e.g. HF BERT's token_type_ids,
+# a stride-0 expand of a buffer) are copied first.
+for _module in quantized_$model.modules():
+    if isinstance(_module, torch.ao.nn.quantized.Embedding):
+        _module.register_forward_pre_hook(
+            lambda _mod, args: tuple(a.contiguous() if torch.is_tensor(a) else a for a in args))
 
 
 def _infer($model):

@@ -203,6 +203,30 @@ def test_embedding_int8_quantizes_the_tables():
     assert ns["output"].shape == (4, 8, 32)
 
 
+class _ExpandedIds(torch.nn.Module):
+    """Looks up a stride-0 expand of a buffer, as HF BERT does for its token_type_ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.register_buffer("type_ids", torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]]))
+
+    def forward(self, x):
+        return self.embed(self.type_ids[:, : x.shape[1]].expand(x.shape[0], x.shape[1]))
+
+
+def test_embedding_int8_takes_expanded_indices():
+    model = _ExpandedIds()
+    ns = _namespace(model, torch.zeros(3, 8, dtype=torch.long))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _run(snippet("embedding_int8", names=NAMES), ns)  # raised "...contiguous" before
+    # 8-bit rows with a per-row scale: each looked-up row within a 255th of its range.
+    expected = model.embed.weight[torch.arange(1, 9)].expand(3, 8, 4)
+    span = float(model.embed.weight.max() - model.embed.weight.min())
+    torch.testing.assert_close(ns["output"], expected, atol=span / 255, rtol=0)
+
+
 def test_distill_prune_zeroes_a_fifth_of_the_channels():
     ns = _lm_namespace()
     _run(snippet("distill_prune", names=NAMES, prune_percent=20, amount=0.2, temperature=2.0), ns)
