@@ -467,6 +467,10 @@ for step in range($v_num_steps):
     $optimizer.zero_grad(set_to_none=True)
     if dist.get_rank() == 0:
         print(f"step {step}: loss {loss.item():.4f}")
+dist.barrier()  # every rank done with its all-to-alls before the groups are torn down
+# Drop the mesh's groups first: left to the interpreter's shutdown, gloo's threads are
+# destroyed after Python is gone and the process can abort ("terminate called ...").
+del mesh, ep_group, dp_group
 dist.destroy_process_group()
 '''
 
