@@ -354,6 +354,8 @@ if $v_dp > 1:
     for block in blocks:
         fully_shard(block, mesh=mesh["dp"])
     fully_shard($model, mesh=mesh["dp"])
+# After training: `del mesh`, then torch.distributed.destroy_process_group(). A mesh left to
+# the interpreter's shutdown can abort the process there (gloo: "terminate called ...").
 '''
 
 EXPERT_PARALLEL = '''\

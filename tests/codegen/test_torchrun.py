@@ -99,6 +99,7 @@ full = output.full_tensor() if hasattr(output, "full_tensor") else output
 torch.testing.assert_close(full, reference)  # the split matmuls give the same result
 output.sum().backward()
 print("tensor parallel output matches on rank", dist.get_rank())
+del mesh  # as the snippet's last comment says: before the groups are destroyed
 dist.destroy_process_group()
 '''
 
