@@ -51,6 +51,16 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "none")
 #: exp_avg_sq (7 tensors); ~14 FLOPs (lerp 3, mul+addcmul 4, sqrt+div+add 3, addcdiv 3, decay 1).
 #: SGD with momentum reads p, g, buf and writes buf, p (5); plain SGD reads p, g, writes p (3).
 OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), "sgd": (3, 2)}
+#: The traffic above is a fused step's (``fused=True``: one kernel reads and writes each tensor
+#: once). PyTorch's default on a CPU is the for-loop implementation (on CUDA the foreach one,
+#: same ops over tensor lists): each update op reads and writes whole tensors, so per element
+#: it moves this many tensors (torch 2.13 ``_single_tensor_adam``: ``param.mul_`` 2,
+#: ``exp_avg.lerp_`` 3, ``exp_avg_sq.mul_`` 2, ``addcmul_`` 3, ``sqrt`` 2, ``/`` 2, ``add_`` 2,
+#: ``param.addcdiv_`` 4 = 20; Adam has no decoupled decay: 18; ``_single_tensor_sgd`` with
+#: momentum: ``buf.mul_`` 2, ``add_`` 3, ``param.add_`` 3 = 8; plain: ``param.add_`` 3).
+UNFUSED_OPTIMIZER_TENSORS = {"adamw": 20, "adam": 18, "sgd_momentum": 8, "sgd": 3}
+#: Suffix of an optimizer record whose step runs fused (``optimizer.adamw[fused]``).
+FUSED_SUFFIX = "[fused]"
 
 #: Hardware-spec column holding each precision's dense peak (TFLOP/s; TOP/s for the integer
 #: formats). The one copy: the schema, the catalog, the support levels and the benchmark read it.

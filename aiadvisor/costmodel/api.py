@@ -183,7 +183,9 @@ def _parts(prof, spec, precision, parallel, model, network
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
     host = None
-    if spec.kind == "cpu" and cal is not None:
+    from ..hardware.threads import is_local_cpu
+
+    if spec.kind == "cpu" and (cal is not None or is_local_cpu(spec)):
         from ..hardware.host import host_costs
 
         host = [host_costs()]

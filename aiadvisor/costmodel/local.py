@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware.calibrate import CACHE_SUFFIX, COLD_SUFFIX
-from ..units import OPTIMIZER_TRAFFIC
+from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
 #: "memory" not listed are "elementwise"; class "embedding" is "embedding".
@@ -296,12 +296,18 @@ class LocalCalibration:
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
         """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled)."""
-        opt = name.removeprefix("optimizer.")
+        fused = name.endswith(FUSED_SUFFIX)
+        opt = name.removeprefix("optimizer.").removesuffix(FUSED_SUFFIX)
         fit = self.optimizer.get(_OPTIMIZER_FIT_OF.get(opt, ""))
         if fit is None or opt not in OPTIMIZER_TRAFFIC:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
-        return fit[0] * tensors + fit[1] * elements
+        per_element = fit[1]
+        if fused:
+            # The grid timed the default (for-loop) step; a fused one streams each tensor once:
+            # the per-element time scaled by the tensor passes (estimated, not timed).
+            per_element *= OPTIMIZER_TRAFFIC[opt][0] / UNFUSED_OPTIMIZER_TENSORS[opt]
+        return fit[0] * tensors + per_element * elements
 
 
 def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],

@@ -21,6 +21,7 @@ from ..estimate.collectives import (
 )
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
+from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 from .devices import DeviceArrays
 from .host import accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
@@ -232,6 +233,38 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     parts["memory"][:, d, memory] = body[:, memory]
     parts["memory"][:, d, compute] = 0.0
     parts["overhead"][:, d, hit] = overhead[hit]
+
+
+def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                         curves, host_costs) -> None:
+    """On a CPU whose calibration did not time the optimizer: price PyTorch's default for-loop
+    step, not the fused one the record's bytes describe (in place).
+
+    Each update op of the loop streams whole tensors (:data:`~aiadvisor.units.
+    UNFUSED_OPTIMIZER_TENSORS`: 20 tensor passes per element for AdamW against the fused
+    step's 7), and the loop costs its measured time per parameter tensor
+    (:attr:`~aiadvisor.hardware.host.HostCosts.optimizer_tensor_us`) in place of one launch a
+    tensor. A ``[fused]`` record (the fused-optimizer tactic) keeps its bytes and one launch.
+    GPUs keep the fitted pricing (their measured data holds whatever their default ran)."""
+    rows = np.flatnonzero(work.op_class == "optimizer")
+    for d, spec in enumerate(devs.specs):
+        if spec.kind != "cpu" or not len(rows):
+            continue
+        cal = curves[d] if curves else None
+        costs = host_costs[d] if host_costs else None
+        for i in rows:
+            name = str(work.name[i])
+            if cal is not None and cal.optimizer_seconds(
+                    name, float(work.count[i]),
+                    float(work.flops_per_call[i] * work.count[i])) is not None:
+                continue  # timed by the calibration (_measured_op_times)
+            opt = name.removeprefix("optimizer.").removesuffix(FUSED_SUFFIX)
+            if name.endswith(FUSED_SUFFIX) or opt not in UNFUSED_OPTIMIZER_TENSORS:
+                continue
+            parts["memory"][:, d, i] *= UNFUSED_OPTIMIZER_TENSORS[opt] / OPTIMIZER_TRAFFIC[opt][0]
+            per_tensor = costs.optimizer_us(opt) if costs is not None else None
+            if per_tensor is not None:
+                parts["overhead"][:, d, i] = work.count[i] * per_tensor * 1e-6
 
 
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):
@@ -483,6 +516,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves,
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
+    _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
     mult = np.ones(len(work.count))
     if parallel.checkpointing == "full":
         # The blocks' forward runs twice (checkpoint wrappers go around the repeated blocks;

@@ -30,6 +30,14 @@ class HostCosts:
     view_us: float
     """A view op (``x.view(-1)``): no kernel, no allocation."""
     source: str = ""
+    optimizer_tensor_us: tuple[tuple[str, float], ...] = ()
+    """Per parameter tensor, what one ``step()`` of PyTorch's default (for-loop) implementation
+    costs beyond its kernels' bytes, by optimizer name (``"adamw"``, ``"sgd_momentum"``,
+    ``"sgd"``): the Python loop and the dispatch of its update ops."""
+
+    def optimizer_us(self, name: str) -> float | None:
+        """:attr:`optimizer_tensor_us` of ``name`` (Adam as AdamW); None when not measured."""
+        return dict(self.optimizer_tensor_us).get("adamw" if name == "adam" else name)
 
 
 def _median_us(fn, num_ops: int, repeats: int = 7) -> float:
@@ -90,9 +98,26 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
         # of a shared machine (one of 7 read 35 us a node where the others read 2.3-3.8).
         node = statistics.median(backward() for _ in range(15)) / num_ops * 1e6
     return HostCosts(dispatch_us=dispatch, autograd_us=autograd, backward_node_us=node,
-                     module_us=module, view_us=view,
+                     module_us=module, view_us=view, optimizer_tensor_us=_optimizer_loop_us(),
                      source=f"measured on this CPU (torch {torch.__version__}, {num_ops} "
                             "one-element ops, medians of 7-15 repetitions)")
+
+
+def _optimizer_loop_us(num_tensors: int = 64) -> tuple[tuple[str, float], ...]:
+    """Per tensor, one default ``step()`` over ``num_tensors`` one-element parameters (their
+    kernels' bytes are negligible, so the time is the loop's): about 5 ms in all."""
+    import torch
+
+    from ..profiler.measure import OPTIMIZER_CLASSES
+
+    out = []
+    for name in ("adamw", "sgd_momentum", "sgd"):
+        params = [torch.nn.Parameter(torch.zeros(1)) for _ in range(num_tensors)]
+        for p in params:
+            p.grad = torch.zeros(1)
+        opt = OPTIMIZER_CLASSES[name](params)
+        out.append((name, _median_us(opt.step, num_tensors)))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ..schema import ModelProfile, OpRecord
+from ..units import FUSED_SUFFIX
 
 ATTENTION_WORDS = ("attn", "attention")
 
@@ -125,8 +126,17 @@ def quantized_optimizer_state(prof: ModelProfile, *, old_state_bytes: float,
 
 def fused_optimizer(prof: ModelProfile) -> ModelProfile:
     """A fused optimizer updates every parameter tensor in one launch instead of one launch (or
-    several) per tensor: same bytes, one call."""
-    return map_ops(prof, lambda op: _scaled(op, count=1) if op.phase == "optimizer" else op)
+    several) per tensor, and reads and writes each tensor once: the record, renamed
+    ``optimizer.<name>[fused]``, keeps the fused bytes it was profiled with (on a CPU the
+    default for-loop step is priced at its own, larger, traffic:
+    :data:`aiadvisor.units.UNFUSED_OPTIMIZER_TENSORS`) and is one call."""
+    def fuse(op: OpRecord) -> OpRecord:
+        if op.phase != "optimizer":
+            return op
+        name = op.op if op.op.endswith(FUSED_SUFFIX) else op.op + FUSED_SUFFIX
+        return dataclasses.replace(_scaled(op, count=1), op=name)
+
+    return map_ops(prof, fuse)
 
 
 #: What 2:4 semi-structured sparsity measures on the GEMMs that qualify: 1.24x and 1.27x on the

@@ -90,3 +90,75 @@ def test_measured_host_costs_are_positive_and_ordered():
     # (medians of repeated timings; a 2x margin for a busy machine).
     assert costs.backward_node_us > 0.5 * costs.dispatch_us
     assert "measured" in costs.source
+
+
+def test_measured_optimizer_loop_costs_follow_the_update_ops():
+    costs = measure_host_costs(num_ops=50)
+    adamw, sgd_m, sgd = (costs.optimizer_us(n) for n in ("adamw", "sgd_momentum", "sgd"))
+    # Per tensor, AdamW's loop runs 8 update ops (mul_, lerp_, mul_, addcmul_, sqrt, div, add_,
+    # addcdiv_) and its bias corrections; SGD with momentum 3 (mul_, add_, add_); plain SGD 1.
+    # Each op costs at least a dispatch, so the order holds with room for a busy machine.
+    assert adamw > sgd_m > sgd > 0
+    assert adamw > 4 * costs.dispatch_us
+    assert costs.optimizer_us("adam") == adamw      # Adam runs the same loop as AdamW
+    assert costs.optimizer_us("lion") is None
+
+
+def _optimizer_work(name: str, count: float, flops_per_call: float):
+    from types import SimpleNamespace
+
+    import numpy as np
+    return SimpleNamespace(op_class=np.array(["gemm", "optimizer"], dtype=object),
+                           name=np.array(["aten.mm", name], dtype=object),
+                           count=np.array([1.0, count]),
+                           flops_per_call=np.array([1e6, flops_per_call]))
+
+
+def _parts(memory_s: float, overhead_s: float):
+    import numpy as np
+    return {"compute": np.zeros((3, 1, 2)),
+            "memory": np.full((3, 1, 2), memory_s),
+            "overhead": np.full((3, 1, 2), overhead_s)}
+
+
+def test_cpu_prices_the_default_for_loop_optimizer_by_hand():
+    from types import SimpleNamespace
+
+    from aiadvisor.costmodel.predict import _cpu_optimizer_steps
+
+    costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                      view_us=0.8, optimizer_tensor_us=(("adamw", 20.0), ("sgd", 2.0)))
+    cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")])
+    # AdamW over 4 tensors, profiled at the fused traffic (7 tensors an element) taking 1 ms:
+    # the for-loop streams 20 tensors an element (1 ms x 20/7) and its loop costs 4 x 20 us.
+    parts = _parts(1e-3, 5e-6)
+    _cpu_optimizer_steps(parts, _optimizer_work("optimizer.adamw", 4, 1e6), cpu, None, [costs])
+    assert parts["memory"][1, 0, 1] == pytest.approx(1e-3 * 20 / 7)
+    assert parts["overhead"][1, 0, 1] == pytest.approx(80e-6)
+    assert parts["memory"][1, 0, 0] == pytest.approx(1e-3)       # the GEMM is untouched
+    # Plain SGD: param.add_(grad) is the fused traffic already (3 tensors).
+    parts = _parts(1e-3, 5e-6)
+    _cpu_optimizer_steps(parts, _optimizer_work("optimizer.sgd", 4, 1e6), cpu, None, [costs])
+    assert parts["memory"][1, 0, 1] == pytest.approx(1e-3)
+    assert parts["overhead"][1, 0, 1] == pytest.approx(8e-6)
+    # A fused step keeps its bytes and its one launch; a GPU keeps the fitted pricing.
+    for name, devs in (("optimizer.adamw[fused]", cpu),
+                       ("optimizer.adamw", SimpleNamespace(specs=[SimpleNamespace(kind="gpu")]))):
+        parts = _parts(1e-3, 5e-6)
+        _cpu_optimizer_steps(parts, _optimizer_work(name, 4, 1e6), devs, None, [costs])
+        assert parts["memory"][1, 0, 1] == pytest.approx(1e-3)
+        assert parts["overhead"][1, 0, 1] == pytest.approx(5e-6)
+
+
+def test_calibrated_fused_optimizer_scales_the_timed_loop_by_tensor_passes():
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    # The grid timed AdamW's default loop at 22 us a tensor + 1.7 ns an element.
+    cal = LocalCalibration(optimizer={"adamw": (22e-6, 1.7e-9)})
+    elements = 1_000_000
+    flops = 14.0 * elements                        # AdamW: 14 FLOPs an element (units.py)
+    assert cal.optimizer_seconds("optimizer.adamw", 4, flops) == pytest.approx(
+        4 * 22e-6 + 1.7e-9 * elements)
+    # Fused: one tensor's fixed cost, and 7 of the loop's 20 tensor passes per element.
+    assert cal.optimizer_seconds("optimizer.adamw[fused]", 1, flops) == pytest.approx(
+        22e-6 + 1.7e-9 * 7 / 20 * elements)

@@ -324,3 +324,28 @@ def test_compile_after_cuda_graphs_keeps_the_graphs_in_one_call():
                    precision="fp32")
     rec = tactics.torch_compile(cpu)
     assert rec is None or "mode='default'" in rec.code
+
+
+# -- fused optimizer on a CPU -------------------------------------------------------------------
+
+def test_fused_optimizer_fires_on_the_attached_cpu_for_few_tensors(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(),
+                              torch.nn.Linear(1024, 256))
+    prof = aa.profile(net, torch.randn(32, 256), mode="train")
+    local = aa.hardware.detect(cache_dir=str(tmp_path))        # unbenchmarked attached CPU
+    if local.kind != "cpu":
+        pytest.skip("the attached device is not a CPU")
+    ctx = _context(prof, ParallelConfig(), spec=local, precision="fp32")
+    rec = tactics.fused_optimizer(ctx)
+    # 4 parameter tensors: on a GPU that is too few launches to matter ...
+    assert tactics.fused_optimizer(_context(prof, ParallelConfig(), precision="fp32")) is None
+    # ... on a CPU the default loop streams 20 tensors an element where a fused AdamW streams
+    # 7. Measured on the development CPU (2-core Xeon VM, median of 300 steps): the whole step
+    # 1.9-3.4 ms with the default AdamW over four runs, 1.02-1.06 ms fused (1.8-3.2x).
+    assert rec is not None and rec.extra["trigger"]["optimizer_launches"] == 4
+    assert 1.3 < rec.predicted_speedup < 4.0
+    assert "fused=True" in rec.code and "20 tensor passes" in rec.rationale
+    ast.parse(rec.code)
