@@ -372,7 +372,8 @@ def torch_compile(ctx: Context) -> Recommendation | None:
     memory_ops = [op for op in ctx.prof.ops if op.op_class == "memory"]
     if len(memory_ops) < 3:
         return None
-    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof))
+    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof,
+                                                     keep_rng=ctx.spec.kind == "cpu"))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     moved = sum(op.bytes_total for op in memory_ops)
@@ -1127,7 +1128,8 @@ def serving(ctx: Context) -> Recommendation | None:
 def onnx_export(ctx: Context) -> Recommendation | None:
     if ctx.train:
         return None
-    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof))
+    gain = _gain_of(ctx, transforms.fuse_elementwise(ctx.step_prof,
+                                                     keep_rng=ctx.spec.kind == "cpu"))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     return _make(

@@ -96,3 +96,31 @@ def test_backward_norms_are_not_merged():
     original = {op.module for op in prof.ops
                 if op.op_class == "memory" and op.phase == "backward"}
     assert backward == original  # one fused kernel per module, as before the merge
+
+
+class DropoutBlock(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = torch.nn.Linear(16, 16)
+
+    def forward(self, h):
+        return torch.nn.functional.dropout(torch.relu(self.dense(h)), 0.1, training=True) + h
+
+
+def test_cpu_fusion_keeps_dropout_random_numbers_apart():
+    torch.manual_seed(0)
+    prof = aa.profile(DropoutBlock(), torch.randn(8, 16), mode="train", scaling=False)
+    rng = [op for op in prof.ops if op.op.startswith("aten.bernoulli")]
+    assert rng, sorted(op.op for op in prof.ops)
+    fused = transforms.fuse_elementwise(prof)
+    kept = transforms.fuse_elementwise(prof, keep_rng=True)
+    # GPU-style fusion folds the mask generation into the kernel; on a CPU the random numbers
+    # are the cost, so the bernoulli_ record survives as it was, beside one fused kernel that
+    # holds the module's other memory-bound ops (relu, the mask multiply, the residual add).
+    assert not [op for op in fused.ops if op.op.startswith("aten.bernoulli")]
+    assert [op for op in kept.ops if op.op.startswith("aten.bernoulli")] == rng
+    fused_fwd = [op for op in kept.ops if op.op == "fused.forward"]
+    assert len(fused_fwd) == 1
+    others = [op for op in prof.ops if op.op_class == "memory" and op.phase == "forward"
+              and op.module == "" and op not in rng]
+    assert fused_fwd[0].flops == sum(op.flops for op in others)
