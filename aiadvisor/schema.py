@@ -254,6 +254,9 @@ class Prediction:
     (:mod:`aiadvisor.costmodel.correction`), or None when none was applied."""
     correction_records: int = 0
     """How many measurements that factor comes from."""
+    amp_cast_s: float = 0.0
+    """Of ``compute_s + memory_s``: the casts autocast adds to a training step traced in FP32
+    (each forward GEMM's operands cast to 16 bit, the gradients cast back); 0 when none."""
 
     @property
     def uncorrected_step_time_s(self) -> float:

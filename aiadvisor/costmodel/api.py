@@ -316,6 +316,7 @@ def _corrected(pred: Prediction, spec: HardwareSpec) -> Prediction:
         compute_s=pred.compute_s * f, memory_s=pred.memory_s * f,
         communication_s=pred.communication_s * f, overhead_s=pred.overhead_s * f,
         mfu=None if pred.mfu is None else pred.mfu / f, correction=f,
+        amp_cast_s=pred.amp_cast_s * f,
         correction_records=fix.num_records,
         notes=(f"Step time {fix.note()}", *pred.notes))
 
@@ -363,6 +364,7 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         host_s=host_s, host_bound=host_bound,
         graphs_step_s=None if np.isnan(graphs) else graphs,
         stack="eager PyTorch (as you run it)", attention_backend=backend,
+        amp_cast_s=float(parts.amp_cast_s[1, 0]) if parts.amp_cast_s is not None else 0.0,
     )
 
 
@@ -516,9 +518,10 @@ def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -
         if out is None:
             shape = (sub.compute_s.shape[0], len(specs))
             out = StepParts(*(np.zeros(shape) for _ in range(4)), notes=[],
-                            host_s=np.zeros(shape), graphs_s=np.full(shape, np.nan))
+                            host_s=np.zeros(shape), graphs_s=np.full(shape, np.nan),
+                            amp_cast_s=np.zeros(shape))
         for name in ("compute_s", "memory_s", "overhead_s", "communication_s", "host_s",
-                     "graphs_s"):
+                     "graphs_s", "amp_cast_s"):
             getattr(out, name)[:, idx] = getattr(sub, name)
     return out
 

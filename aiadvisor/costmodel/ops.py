@@ -124,6 +124,18 @@ def _stage_of(op, embeddings: frozenset[str]) -> str:
     return "last"
 
 
+def weight_cast_share(prof: ModelProfile) -> float:
+    """Share of autocast's casts (:func:`amp_cast_bytes`, proportional to the forward GEMMs'
+    reads) that casts weights: the traced weights over those reads, at most 1. The weight
+    casts are the same at every batch; the activation casts grow with it."""
+    ops = op_arrays(prof)
+    fwd = ops.gemm_like & (ops.phase == "forward")
+    reads = float(ops.bytes_read[fwd].sum())
+    if reads <= 0:
+        return 0.0
+    return min(1.0, prof.num_params * DTYPE_BYTES.get(prof.compute_dtype, 4.0) / reads)
+
+
 def _forward_weight_share(prof: ModelProfile, ops: OpArrays) -> float:
     """Share of forward GEMM bytes that are weight reads (each weight is read once per
     forward), capped at 90 %; what weight-only formats shrink.

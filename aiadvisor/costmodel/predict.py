@@ -86,6 +86,9 @@ class StepParts:
     """Host time of the step in eager PyTorch, (Q, D) (see :mod:`aiadvisor.costmodel.host`)."""
     graphs_s: np.ndarray | None = None
     """The step with CUDA graphs (host part removed), (Q, D); NaN where not applicable."""
+    amp_cast_s: np.ndarray | None = None
+    """Kernel seconds of the casts autocast adds to an FP32-traced training step, (Q, D); part
+    of ``memory_s``/``compute_s``."""
 
     @property
     def total_s(self) -> np.ndarray:
@@ -553,5 +556,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     comm_q = np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH])
     device_s = sums["compute"] + memory + overhead + comm_q
     host, add, graphs = _host(prof, work, devs, device_s, host_costs)
+    cast = work.name == "amp.cast"
+    amp_cast_s = (parts["compute"][..., cast].sum(axis=-1)
+                  + parts["memory"][..., cast].sum(axis=-1))
     return StepParts(compute_s=sums["compute"], memory_s=memory, overhead_s=overhead + add,
+                     amp_cast_s=amp_cast_s,
                      communication_s=comm_q, notes=notes, host_s=host, graphs_s=graphs)

@@ -90,3 +90,36 @@ def test_training_the_dashboard_mlp_on_a_cpu_offers_a_larger_batch():
     # Inference has no optimizer step: only the per-op overhead is amortised, below the bar.
     infer = aa.advise(model, torch.randn(32, 256), mode="infer", hardware=UNBENCHMARKED_CPU)
     assert "larger_batch" not in {r.id for r in infer.recommendations}
+
+
+def test_weight_cast_share_by_hand():
+    import torch
+
+    from aiadvisor.costmodel.ops import weight_cast_share
+
+    torch.manual_seed(0)
+    # One Linear(64 -> 256) at batch 32: addmm reads x (32 x 64), W (64 x 256) and the bias
+    # (256), all FP32; the weights autocast casts are W and the bias.
+    prof = aa.profile(torch.nn.Linear(64, 256), torch.randn(32, 64), mode="train")
+    assert weight_cast_share(prof) == pytest.approx((64 * 256 + 256) / (32 * 64 + 64 * 256 + 256))
+
+
+def test_autocast_weight_casts_count_as_fixed_per_step_on_a_cpu():
+    from types import SimpleNamespace
+
+    from aiadvisor.recommend.tactics import _fixed_kernel_s
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+    prof = aa.profile(net, torch.randn(256, 512), mode="train")
+    # Under bf16 autocast an FP32 trace gets its casts priced; in FP32 there are none.
+    bf16 = aa.predict(prof, hardware=CPU, precision="bf16")
+    assert 0 < bf16.amp_cast_s < bf16.compute_s + bf16.memory_s
+    assert aa.predict(prof, hardware=CPU, precision="fp32").amp_cast_s == 0
+    # Of 10 ms of casts, the weights' share is fixed per step: the GEMMs read x (256 x 512)
+    # and W1, b1 (512 x 2048 + 2048), then h (256 x 2048) and W2, b2 (2048 x 512 + 512), FP32.
+    # (No optimizer step counted here: ``train=False``.)
+    weights = 512 * 2048 + 2048 + 2048 * 512 + 512
+    reads = 256 * 512 + 256 * 2048 + weights
+    ctx = SimpleNamespace(base=SimpleNamespace(amp_cast_s=10e-3), prof=prof, train=False)
+    assert _fixed_kernel_s(ctx) == pytest.approx(10e-3 * weights / reads)
