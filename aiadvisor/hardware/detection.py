@@ -201,6 +201,15 @@ def _bf16_note(cpu: CpuInfo, per_cycle: int, bf16: float) -> str:
             "matmuls reach about half of it at n=2048 and far less at small sizes. ")
 
 
+def _bf16_estimate(cpu: CpuInfo) -> tuple[float | None, str]:
+    """Estimated bf16 peak (TFLOP/s) of a CPU not in the catalog and the note saying so."""
+    per_cycle = _bf16_flops_per_cycle(cpu)
+    if not (per_cycle and cpu.num_cores and cpu.mhz):
+        return None, ""
+    bf16 = cpu.num_cores * cpu.mhz * 1e6 * per_cycle / 1e12
+    return bf16, _bf16_note(cpu, per_cycle, bf16)
+
+
 def _cpu_spec(cpu: CpuInfo, reason: str | None) -> tuple[HardwareSpec, str | None, str]:
     """The CPU's spec, the matched catalog name, and the note sentence a benchmark replaces."""
     matched = find(cpu.model)
@@ -225,11 +234,8 @@ def _cpu_spec(cpu: CpuInfo, reason: str | None) -> tuple[HardwareSpec, str | Non
             f"fp32_tflops is ESTIMATED, not measured: {cpu.num_cores} cores x {cpu.mhz:.0f} MHz "
             f"x {per_cycle} FLOP/cycle (from ISA flags) = {fp32:.3f} TFLOP/s. " + estimate
         )
-    bf16 = None
-    bf16_per_cycle = _bf16_flops_per_cycle(cpu)
-    if bf16_per_cycle and cpu.num_cores and cpu.mhz:
-        bf16 = cpu.num_cores * cpu.mhz * 1e6 * bf16_per_cycle / 1e12
-        estimate = _bf16_note(cpu, bf16_per_cycle, bf16) + estimate
+    bf16, bf16_note = _bf16_estimate(cpu)
+    estimate = bf16_note + estimate
     spec = HardwareSpec(
         name=f"{cpu.model} (local CPU, {cpu.num_cores} cores)", vendor=_cpu_vendor(cpu),
         kind="cpu", memory_gb=None if cpu.memory_bytes is None else cpu.memory_bytes / 1024**3,
@@ -427,10 +433,11 @@ def _cpu_device(cpu: CpuInfo, reasons: list[str], *, torch_version: str | None
                 ) -> DetectedDevice:
     reason = "; ".join(reasons) or None
     spec, matched, estimate = _cpu_spec(cpu, reason)
+    bf16_note = _bf16_estimate(cpu)[1] if matched is None else ""
     return DetectedDevice(backend="cpu", name=cpu.model, spec=spec, memory_bytes=cpu.memory_bytes,
                           catalog_name=matched, fallback_reason=reason,
                           torch_version=torch_version, cpu=cpu,
-                          details={"estimate_note": estimate})
+                          details={"estimate_note": estimate, "bf16_estimate_note": bf16_note})
 
 
 #: Benchmark outcomes of this process by (backend, device, cache directory, options): the
@@ -502,6 +509,8 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
         _FAILED[(failed.name, failed.notes)] = result
         return failed
     estimate = device.details.get("estimate_note") or ""
+    if "bf16" not in result.precisions:  # a benchmark without bf16 keeps its estimate, said so
+        estimate = estimate.replace(device.details.get("bf16_estimate_note") or "\0", "")
     base = device.spec
     if estimate:  # the measurement replaces the estimate: drop the sentence that announced it
         base = dataclasses.replace(base, notes=base.notes.replace(estimate, "").replace("  ", " "))
