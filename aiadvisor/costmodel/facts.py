@@ -72,7 +72,7 @@ CPU_MATRIX_UNIT_MIN_RATIO = 4.0
 
 def cpu_matrix_log_adjustment(spec: HardwareSpec, precision: str) -> float:
     """Log slow-down of bf16 GEMMs on an unbenchmarked CPU with a matrix unit (AMX), from
-    :data:`CPU_MATRIX_UNIT_FRACTION`; 0 elsewhere (a benchmark measures the real rate).
+    :data:`CPU_MATRIX_UNIT_FRACTION`; 0 elsewhere and once a benchmark has timed bf16.
 
     >>> from aiadvisor.schema import HardwareSpec
     >>> amx = HardwareSpec(name="x", vendor="Intel", kind="cpu", fp32_tflops=0.333,
@@ -80,8 +80,12 @@ def cpu_matrix_log_adjustment(spec: HardwareSpec, precision: str) -> float:
     >>> round(math.exp(cpu_matrix_log_adjustment(amx, "bf16")), 2)   # 1 / 0.4
     2.5
     """
-    if spec.kind != "cpu" or spec.measured or precision != "bf16":
+    from ..hardware.detection import BF16_ESTIMATE_MARK
+
+    if spec.kind != "cpu" or precision != "bf16":
         return 0.0
+    if spec.measured and BF16_ESTIMATE_MARK not in spec.notes:
+        return 0.0  # the benchmark timed bf16
     if not (spec.bf16_tflops and spec.fp32_tflops):
         return 0.0
     if spec.bf16_tflops < CPU_MATRIX_UNIT_MIN_RATIO * spec.fp32_tflops:

@@ -488,3 +488,20 @@ def test_an_unbenchmarked_amx_cpu_runs_bf16_gemms_at_its_measured_share_of_peak(
                     fp8_tflops=None, launch_overhead_us=5.0)
     plain = predict(gemm_profile(), hardware=avx, precision="bf16", model=exact_model)
     assert plain.compute_s == pytest.approx(GEMM_FLOPS / 0.6656e12, rel=1e-3)
+
+
+def test_the_amx_share_applies_until_a_benchmark_times_bf16():
+    import dataclasses
+
+    from aiadvisor.costmodel.facts import cpu_matrix_log_adjustment
+    from aiadvisor.hardware.detection import BF16_ESTIMATE_MARK
+
+    amx = make_spec(name="AMX CPU", vendor="Intel", kind="cpu", fp32_tflops=0.3328,
+                    bf16_tflops=5.3248)
+    assert math.exp(cpu_matrix_log_adjustment(amx, "bf16")) == pytest.approx(2.5)  # 1 / 0.4
+    assert cpu_matrix_log_adjustment(amx, "fp32") == 0.0
+    timed = dataclasses.replace(amx, measured=True, notes="MEASURED on this device: bf16 matmul")
+    assert cpu_matrix_log_adjustment(timed, "bf16") == 0.0
+    # Benchmarked in fp32 only: the bf16 figure is still the estimate, and so is its share.
+    fp32_only = dataclasses.replace(timed, notes=f"MEASURED: fp32 matmul. {BF16_ESTIMATE_MARK}")
+    assert math.exp(cpu_matrix_log_adjustment(fp32_only, "bf16")) == pytest.approx(2.5)
