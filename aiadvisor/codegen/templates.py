@@ -697,20 +697,27 @@ output = _infer(quantized_$model)
 
 EMBEDDING_INT8 = '''\
 # Assumes: $model and $inputs, inference. Embedding tables in 8 bits with a per-row scale and
-# offset: a quarter of the fp32 size.
+# offset: a quarter of the fp32 size (half of bf16).
 import torch
 from torch.ao.quantization import float_qparams_weight_only_qconfig, quantize_dynamic
 
+# The 8-bit lookup returns fp32: a model already in bf16/fp16 gets its rows back in its own dtype
+# (its next op, e.g. a LayerNorm with bf16 weights, rejects fp32 on the CPU).
+_table_dtypes = {name: module.weight.dtype for name, module in $model.named_modules()
+                 if isinstance(module, torch.nn.Embedding)}
 quantized_$model = quantize_dynamic(
     $model, {torch.nn.Embedding: float_qparams_weight_only_qconfig}, dtype=torch.quint8
 )
 quantized_$model.eval()
-# The 8-bit lookup needs contiguous indices; expanded ones (e.g. HF BERT's token_type_ids,
-# a stride-0 expand of a buffer) are copied first.
-for _module in quantized_$model.modules():
+for _name, _module in quantized_$model.named_modules():
     if isinstance(_module, torch.ao.nn.quantized.Embedding):
+        # The 8-bit lookup needs contiguous indices; expanded ones (e.g. HF BERT's
+        # token_type_ids, a stride-0 expand of a buffer) are copied first.
         _module.register_forward_pre_hook(
             lambda _mod, args: tuple(a.contiguous() if torch.is_tensor(a) else a for a in args))
+        if _table_dtypes.get(_name, torch.float32) != torch.float32:
+            _module.register_forward_hook(
+                lambda _mod, args, out, _dtype=_table_dtypes[_name]: out.to(_dtype))
 
 
 def _infer($model):

@@ -14,7 +14,7 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
-from .facts import matmul_fraction
+from .facts import CPU_MATRIX_UNIT_FRACTION, cpu_matrix_log_adjustment, matmul_fraction
 from .local import LocalCalibration
 from .model import EfficiencyModel, load_model
 from .ops import OpArrays, op_arrays
@@ -298,6 +298,10 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
         notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "
                      f"this device ({fraction:.0%} of its BF16 peak; MAMF table).")
+    if cpu_matrix_log_adjustment(spec, precision) > 0:
+        notes.append(f"bf16 GEMMs on this CPU's matrix unit (AMX) at {CPU_MATRIX_UNIT_FRACTION:.0%}"
+                     " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"
+                     " benchmark it, hardware='local', to measure).")
     pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
     return _corrected(pred, spec) if correction and spec.measured else pred
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import HardwareSpec
-from .facts import matmul_log_adjustment
+from .facts import cpu_matrix_log_adjustment, matmul_log_adjustment
 from .model import LOW_POWER_TDP_W, EfficiencyModel
 from .precision import gemm_peak_tflops, uses_matrix_engine, vector_peak_tflops
 
@@ -116,7 +116,9 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
         launch_s=cols.launch_s[:, None], matrix_engine=matrix[:, None],
         low_power=cols.low_power[:, None], shrink=shrink,
         interconnect_gbs=cols.interconnect_gbs[:, None],
-        matmul_adjust=np.where(matrix, cols.matmul_adjust, 0.0)[:, None],
+        # Tensor cores: published MAMF fractions; CPU matrix units (AMX): their measured share.
+        matmul_adjust=np.where(matrix, cols.matmul_adjust,
+                               [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
     )
 
 

@@ -56,3 +56,38 @@ def matmul_log_adjustment(spec: HardwareSpec) -> float:
     """
     fraction = matmul_fraction(spec)
     return 0.0 if fraction is None else math.log(REFERENCE_FRACTION / fraction)
+
+
+#: Share of a CPU matrix unit's (AMX) BF16 peak that PyTorch's matmuls reach, relative to the
+#: share AVX-512 FP32 matmuls reach of theirs. Measured on one machine, the 2-core Sapphire Rapids
+#: VM this project is developed on (its own benchmark, ``aa.detect(benchmark=True)``): at n=2048
+#: bf16 ran 2.77 TFLOP/s and fp32 0.44, 6.3x where the peaks (1024 vs 64 FLOP/cycle/core) are 16x
+#: apart: 6.3 / 16 = 0.39. One CPU: an estimate, used only until the CPU is benchmarked; at
+#: small sizes the measured share is lower still (n=256: 2.2x over fp32).
+CPU_MATRIX_UNIT_FRACTION = 0.4
+#: A CPU's bf16 peak over its fp32 peak above which its bf16 GEMMs run on a matrix unit: AMX is
+#: 16x, AVX512-BF16 (a dot-product instruction on the FMA pipes) 2x.
+CPU_MATRIX_UNIT_MIN_RATIO = 4.0
+
+
+def cpu_matrix_log_adjustment(spec: HardwareSpec, precision: str) -> float:
+    """Log slow-down of bf16 GEMMs on an unbenchmarked CPU with a matrix unit (AMX), from
+    :data:`CPU_MATRIX_UNIT_FRACTION`; 0 elsewhere and once a benchmark has timed bf16.
+
+    >>> from aiadvisor.schema import HardwareSpec
+    >>> amx = HardwareSpec(name="x", vendor="Intel", kind="cpu", fp32_tflops=0.333,
+    ...                    bf16_tflops=5.325)
+    >>> round(math.exp(cpu_matrix_log_adjustment(amx, "bf16")), 2)   # 1 / 0.4
+    2.5
+    """
+    from ..hardware.detection import BF16_ESTIMATE_MARK
+
+    if spec.kind != "cpu" or precision != "bf16":
+        return 0.0
+    if spec.measured and BF16_ESTIMATE_MARK not in spec.notes:
+        return 0.0  # the benchmark timed bf16
+    if not (spec.bf16_tflops and spec.fp32_tflops):
+        return 0.0
+    if spec.bf16_tflops < CPU_MATRIX_UNIT_MIN_RATIO * spec.fp32_tflops:
+        return 0.0
+    return math.log(1.0 / CPU_MATRIX_UNIT_FRACTION)

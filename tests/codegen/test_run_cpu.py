@@ -227,6 +227,40 @@ def test_embedding_int8_takes_expanded_indices():
     torch.testing.assert_close(ns["output"], expected, atol=span / 255, rtol=0)
 
 
+class _EmbedNorm(torch.nn.Module):
+    """An embedding followed by a LayerNorm, as in BERT's embeddings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.norm = torch.nn.LayerNorm(16)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.norm(self.embed(x)))
+
+
+def test_embedding_int8_runs_after_the_bf16_step():
+    # The plan stacks the 8-bit tables on bf16 inference: the model is in bf16 by then and the
+    # 8-bit lookup returns fp32, which a bf16 LayerNorm rejects on the CPU ("mixed dtype").
+    torch.manual_seed(0)
+    model = _EmbedNorm().eval()
+    reference = copy.deepcopy(model)
+    ns = _namespace(model, torch.randint(0, 50, (3, 8)))
+    _run(snippet("autocast_infer", names=NAMES, dtype="bfloat16", device_type="cpu"), ns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _run(snippet("embedding_int8", names=NAMES), ns)
+    assert ns["quantized_net"].embed.weight().dtype == torch.quint8
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = ns["quantized_net"](ns["batch"])  # as the plan runs it
+    assert out.dtype == torch.bfloat16 and ns["output"].dtype == torch.bfloat16
+    # 8-bit rows then bf16 (8 significant bits): within a few percent of the fp32 model.
+    with torch.no_grad():
+        expected = reference(ns["batch"])
+    torch.testing.assert_close(out.float(), expected, atol=0.1, rtol=0.05)
+
+
 def test_distill_prune_zeroes_a_fifth_of_the_channels():
     ns = _lm_namespace()
     _run(snippet("distill_prune", names=NAMES, prune_percent=20, amount=0.2, temperature=2.0), ns)

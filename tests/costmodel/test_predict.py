@@ -468,3 +468,40 @@ def test_ops_placed_on_pipeline_stages_as_megatron_does():
     # last-stage GEMM FLOPs: the head, 2 x 64 tokens x 64 x 1000 forward, twice that backward
     last_gemm = ops.flops[(ops.stage == "last") & ops.gemm_like & (ops.phase != "optimizer")]
     assert last_gemm.sum() == pytest.approx(3 * 2 * 64 * 64 * 1000)
+
+
+def test_an_unbenchmarked_amx_cpu_runs_bf16_gemms_at_its_measured_share_of_peak(exact_model):
+    # The estimated spec of the 2-core AMX VM: fp32 2 x 2.6 GHz x 64 = 0.3328 TFLOP/s, bf16
+    # 2 x 2.6 x 1024 = 5.3248 (16x). Roofline: 1.374e11 / 0.3328e12 = 413.0 ms in fp32;
+    # bf16 1.374e11 / 5.3248e12 = 25.81 ms at peak, / 0.4 (CPU_MATRIX_UNIT_FRACTION) = 64.53 ms.
+    cpu = make_spec(name="AMX CPU", vendor="Intel", kind="cpu", memory_bw_gbs=30.0,
+                    fp32_tflops=0.3328, tf32_tflops=None, bf16_tflops=5.3248, fp16_tflops=None,
+                    fp8_tflops=None, launch_overhead_us=5.0)
+    fp32 = predict(gemm_profile(), hardware=cpu, precision="fp32", model=exact_model)
+    bf16 = predict(gemm_profile(), hardware=cpu, precision="bf16", model=exact_model)
+    assert fp32.compute_s == pytest.approx(GEMM_FLOPS / 0.3328e12, rel=1e-3)
+    assert bf16.compute_s == pytest.approx(GEMM_FLOPS / 5.3248e12 / 0.4, rel=1e-3)
+    assert any("matrix unit (AMX)" in n for n in bf16.notes)
+    # AVX512-BF16 only (2x the fp32 peak, a dot product on the FMA pipes): no such share.
+    avx = make_spec(name="AVX CPU", vendor="Intel", kind="cpu", memory_bw_gbs=30.0,
+                    fp32_tflops=0.3328, tf32_tflops=None, bf16_tflops=0.6656, fp16_tflops=None,
+                    fp8_tflops=None, launch_overhead_us=5.0)
+    plain = predict(gemm_profile(), hardware=avx, precision="bf16", model=exact_model)
+    assert plain.compute_s == pytest.approx(GEMM_FLOPS / 0.6656e12, rel=1e-3)
+
+
+def test_the_amx_share_applies_until_a_benchmark_times_bf16():
+    import dataclasses
+
+    from aiadvisor.costmodel.facts import cpu_matrix_log_adjustment
+    from aiadvisor.hardware.detection import BF16_ESTIMATE_MARK
+
+    amx = make_spec(name="AMX CPU", vendor="Intel", kind="cpu", fp32_tflops=0.3328,
+                    bf16_tflops=5.3248)
+    assert math.exp(cpu_matrix_log_adjustment(amx, "bf16")) == pytest.approx(2.5)  # 1 / 0.4
+    assert cpu_matrix_log_adjustment(amx, "fp32") == 0.0
+    timed = dataclasses.replace(amx, measured=True, notes="MEASURED on this device: bf16 matmul")
+    assert cpu_matrix_log_adjustment(timed, "bf16") == 0.0
+    # Benchmarked in fp32 only: the bf16 figure is still the estimate, and so is its share.
+    fp32_only = dataclasses.replace(timed, notes=f"MEASURED: fp32 matmul. {BF16_ESTIMATE_MARK}")
+    assert math.exp(cpu_matrix_log_adjustment(fp32_only, "bf16")) == pytest.approx(2.5)

@@ -7,9 +7,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from aiadvisor.errors import InvalidArgumentError
-from aiadvisor.hardware import CpuInfo, bench, benchmark, cache_directory, detect, get
+from aiadvisor.hardware import CpuInfo, bench, benchmark, cache_directory, detect, detection, get
 
 # Tiny configuration so each run takes well under a second on a 2-core CPU (the op grid is
 # tested on its own below).
@@ -130,7 +131,26 @@ def test_detect_with_benchmark_returns_measured_figures(tmp_path, counter):
     assert spec.fp32_tflops == result.peak_tflops("fp32")
     assert spec.memory_bw_gbs == result.memory_bw_gbs
     assert spec.launch_overhead_us == result.launch_overhead_us
-    assert spec.notes.startswith("MEASURED") and "ESTIMATED" not in spec.notes
+    assert spec.notes.startswith("MEASURED") and "fp32_tflops is ESTIMATED" not in spec.notes
+    assert "memory_bw_gbs is ESTIMATED" not in spec.notes
+    # TINY measures fp32 only: an estimated bf16 peak (a CPU with AMX/AVX512-BF16 flags) stays
+    # and its note says it is an estimate.
+    assert ("bf16_tflops is ESTIMATED" in spec.notes) == (spec.bf16_tflops is not None)
+
+
+def test_a_benchmark_of_bf16_replaces_the_estimated_bf16_peak(tmp_path, monkeypatch):
+    amx = CpuInfo(model="Test AMX CPU", vendor_id="GenuineIntel", family=6, num_cores=2,
+                  num_threads=2, mhz=2600.0, isa_flags=("avx2", "fma", "avx512f", "amx_bf16"))
+    monkeypatch.setattr(detection, "cpu_info", lambda: amx)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    if hasattr(torch, "xpu"):
+        monkeypatch.setattr(torch.xpu, "is_available", lambda: False)
+    assert detect().bf16_tflops == pytest.approx(5.3248)  # 2 x 2.6 GHz x 1024, the estimate
+    options = {**TINY, "precisions": ("fp32", "bf16")}
+    spec = detect(benchmark=True, cache_dir=tmp_path, progress=False, benchmark_options=options)
+    result = benchmark(cache_dir=tmp_path, progress=False, **options)
+    assert spec.bf16_tflops == result.peak_tflops("bf16") and "ESTIMATED" not in spec.notes
 
 
 def test_apply_to_keeps_unmeasured_datasheet_columns(tmp_path):

@@ -95,6 +95,42 @@ def test_zen4_avx512_counts_a_256_bit_datapath(monkeypatch):
     assert detect().fp32_tflops == pytest.approx(0.1565, rel=1e-3)
 
 
+def test_an_amx_cpu_gets_an_estimated_bf16_peak_from_its_flags(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, model="Intel Xeon Unknown", vendor_id="GenuineIntel", family=6,
+              mhz=2600.0, isa_flags=("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16"))
+    spec = detect()
+    # AMX tile unit: 1024 BF16 FLOP/cycle/core (Intel AMX overview) -> 2 x 2.6 GHz x 1024
+    # = 5.325 TFLOP/s; fp32 2 x 2.6 x 64 = 0.333. A peak, said to be an estimate.
+    assert spec.bf16_tflops == pytest.approx(5.3248, rel=1e-4)
+    assert spec.fp32_tflops == pytest.approx(0.3328, rel=1e-4)
+    assert "bf16_tflops is ESTIMATED" in spec.notes and "AMX-BF16" in spec.notes
+    from aiadvisor.hardware.support import support_level
+    assert support_level(spec, "bf16") == "full"  # was "emulated" without a figure
+
+
+def test_avx512_bf16_without_amx_counts_twice_the_fp32_fma_rate(monkeypatch):
+    _no_accelerator(monkeypatch)
+    # Cooper Lake-like Intel: VDPBF16PS, 4 FLOP per FP32 lane where an FMA does 2: 2 x 64
+    # = 128 FLOP/cycle -> 2 cores x 2.4454 GHz x 128 = 0.626 TFLOP/s.
+    _fake_cpu(monkeypatch, model="Intel Xeon CPL", vendor_id="GenuineIntel", family=6,
+              isa_flags=("avx2", "fma", "avx512f", "avx512_bf16"))
+    spec = detect()
+    assert spec.bf16_tflops == pytest.approx(2 * 2.4454 * 128 / 1000, rel=1e-4)
+    assert "VDPBF16PS" in spec.notes
+    # Zen 4 (AVX-512 on 256-bit halves): 2 x 32 = 64 FLOP/cycle -> 0.313 TFLOP/s.
+    _fake_cpu(monkeypatch, model="AMD Ryzen Weird", isa_flags=("avx2", "fma", "avx512f",
+                                                               "avx512_bf16"))
+    assert detect().bf16_tflops == pytest.approx(2 * 2.4454 * 64 / 1000, rel=1e-4)
+
+
+def test_a_cpu_without_bf16_flags_has_no_bf16_figure(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, isa_flags=("avx2", "fma", "avx512f"))
+    spec = detect()
+    assert spec.bf16_tflops is None and "bf16_tflops" not in spec.notes
+
+
 def test_a_known_cpu_matches_its_catalog_row(monkeypatch):
     _no_accelerator(monkeypatch)
     _fake_cpu(monkeypatch, model="Intel(R) Xeon(R) Platinum 8480+", vendor_id="GenuineIntel",
