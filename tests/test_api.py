@@ -114,6 +114,9 @@ def test_markdown_and_text(report):
     assert "Recommendations" in text and report.recommendations[0].title in text
     assert "estimate" in text  # figures are labelled as estimates
     assert repr(report).startswith("<aiadvisor.Report net: train on 1 x NVIDIA H100 SXM")
+    # One device: the parallel ranking's single-device row is not presented as a "plan".
+    assert "One device, no parallelism: the step fits in" in md
+    assert "Best plan: ddp" not in md
 
 
 def test_html_is_self_contained_and_theme_aware(report):

@@ -134,7 +134,11 @@ def summary_lines(report: Any) -> list[str]:
         lines.append(f"No prediction on {target}.")
     if len(report.parallel):
         best = report.parallel.iloc[0]
-        if best["fits"]:
+        single = all(int(best.get(k, 1) or 1) == 1 for k in ("dp", "tp", "pp", "ep"))
+        if best["fits"] and single:
+            lines.append(f"One device, no parallelism: the step fits in "
+                         f"{fmt_bytes(best['memory_per_device_bytes'])}.")
+        elif best["fits"]:
             lines.append(f"Best plan: {best['strategy']} "
                          f"({fmt_bytes(best['memory_per_device_bytes'])} per device).")
     return lines + list(report.notes)
