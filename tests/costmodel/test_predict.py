@@ -505,3 +505,27 @@ def test_the_amx_share_applies_until_a_benchmark_times_bf16():
     # Benchmarked in fp32 only: the bf16 figure is still the estimate, and so is its share.
     fp32_only = dataclasses.replace(timed, notes=f"MEASURED: fp32 matmul. {BF16_ESTIMATE_MARK}")
     assert math.exp(cpu_matrix_log_adjustment(fp32_only, "bf16")) == pytest.approx(2.5)
+
+
+def test_cpu_attention_kernels_run_at_the_vector_peak_in_bf16():
+    from types import SimpleNamespace
+
+    import aiadvisor as aa
+    from aiadvisor.costmodel.devices import device_arrays
+    from aiadvisor.costmodel.predict import log_slowdowns
+
+    cpu = aa.hardware.get("Intel Xeon Platinum 8480+")       # AMX: bf16 peak >> fp32 peak
+    gpu = aa.hardware.get("H100 SXM")
+    devs = device_arrays([cpu, gpu], "bf16", load_model())
+    work = SimpleNamespace(
+        op_class=np.array(["gemm", "attention"], dtype=object), norm=np.array([False, False]),
+        flops_per_call=np.array([1e9, 1e9]), bytes_per_call=np.array([1e6, 1e6]),
+        feature_divisor=np.array([1.0, 1.0]))
+    _, peak = log_slowdowns(work, devs, load_model(), measured_precision=True)
+    # The CPU's GEMM runs at its bf16 (AMX) peak, its flash-attention kernel at the FP32 one
+    # (measured: bf16 attention backward no faster than FP32 on an AMX CPU); a GPU's attention
+    # keeps its tensor-core peak.
+    assert peak[0, 0] == pytest.approx(devs.gemm_peak_tflops[0, 0])
+    assert peak[0, 1] == pytest.approx(devs.vector_peak_tflops[0, 0])
+    assert peak[0, 1] < peak[0, 0] / 4
+    assert peak[1, 1] == pytest.approx(devs.gemm_peak_tflops[1, 0])
