@@ -277,6 +277,35 @@ def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: D
                 parts["overhead"][:, d, i] = work.count[i] * per_tensor * 1e-6
 
 
+def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                       curves, host_costs) -> None:
+    """On a CPU, outputs of :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` or more land
+    on fresh pages every call (glibc maps them anew): each MiB costs the measured
+    :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib` on top of the op (in place).
+
+    Out-of-place ops only (an aten name ending in ``_`` writes into its input). On a
+    benchmarked CPU only the GEMM-like ops and the AMP casts: their curves were timed on
+    outputs under the threshold (the op grid's largest FP32 points already pay it)."""
+    from ..hardware.host import FRESH_OUTPUT_BYTES
+
+    written = work.written_per_call
+    if written is None or not host_costs:
+        return
+    out_of_place = np.array([not str(n).endswith("_") for n in work.name])
+    large = (written >= FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
+        work.op_class, ("optimizer", "collective"))
+    if not large.any():
+        return
+    gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention")) | (work.name == "amp.cast")
+    for d, spec in enumerate(devs.specs):
+        costs = host_costs[d]
+        if spec.kind != "cpu" or costs is None or not costs.fresh_us_per_mib > 0:
+            continue
+        rows = large & (gemm_like if curves and curves[d] is not None else True)
+        extra = work.count * written / 2**20 * costs.fresh_us_per_mib * 1e-6
+        parts["memory"][:, d, rows] += extra[rows]
+
+
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):
     """(bytes of one block output at the full batch in ``precision``, number of blocks)."""
     trace = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
@@ -527,6 +556,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
     _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
+    _cpu_fresh_outputs(parts, work, devs, curves, host_costs)
     mult = np.ones(len(work.count))
     if parallel.checkpointing == "full":
         # The blocks' forward runs twice (checkpoint wrappers go around the repeated blocks;
