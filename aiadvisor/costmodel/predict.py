@@ -279,7 +279,7 @@ def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: D
 
 def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                        curves, host_costs) -> None:
-    """On a CPU, outputs of :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` or more land
+    """On a CPU, outputs larger than :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
     on fresh pages every call (glibc maps them anew): each MiB costs the measured
     :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib` on top of the op (in place).
 
@@ -292,7 +292,7 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     if written is None or not host_costs:
         return
     out_of_place = np.array([not str(n).endswith("_") for n in work.name])
-    large = (written >= FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
+    large = (written > FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
         work.op_class, ("optimizer", "collective"))
     if not large.any():
         return

@@ -15,11 +15,13 @@ import time
 from dataclasses import dataclass
 
 
-#: glibc's malloc serves a request this large or larger from fresh ``mmap`` pages every time
-#: (its dynamic mmap threshold stops rising at ``DEFAULT_MMAP_THRESHOLD_MAX``, 32 MiB on 64-bit
-#: systems; ``mallopt(3)``) and returns them to the kernel on free, so every such tensor PyTorch
-#: allocates on a CPU page-faults as it is written. Smaller blocks are reused from the heap.
-FRESH_OUTPUT_BYTES = 32 * 2**20
+#: Outputs larger than this land on fresh pages every call: glibc serves a request above its
+#: mmap threshold (at most 32 MiB on 64-bit Linux, ``DEFAULT_MMAP_THRESHOLD_MAX``) with a new
+#: mapping unless freed heap memory holds it, and the heap keeps at most its trim threshold
+#: (twice that, 64 MiB) of freed memory (malloc(3), mallopt(3)); a fresh page faults and is
+#: zero-filled on first touch. Between 32 and 64 MiB it depends on what the heap kept (a 33 MiB
+#: clone in a loop faulted on every call on the development CPU).
+FRESH_OUTPUT_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class HostCosts:
     ``"sgd"``): the Python loop and the dispatch of its update ops."""
 
     fresh_us_per_mib: float = 0.0
-    """Per MiB of a fresh output of at least :data:`FRESH_OUTPUT_BYTES`: what writing it costs
+    """Per MiB of a fresh output larger than :data:`FRESH_OUTPUT_BYTES`: what writing it costs
     beyond writing a reused buffer (the allocator maps new pages for it, and the kernel
     zero-fills each on first touch)."""
 
@@ -116,9 +118,9 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
                             "one-element ops, medians of 7-15 repetitions)")
 
 
-def _fresh_output_us_per_mib(mib: int = 64, repeats: int = 5) -> float:
+def _fresh_output_us_per_mib(mib: int = 128, repeats: int = 5) -> float:
     """Per MiB, ``clone()`` of a ``mib`` MiB tensor (a fresh output) less ``copy_`` into a
-    reused one: medians of ``repeats`` (about 0.1 s). Measured on the development CPU (2-core
+    reused one: medians of ``repeats`` (about 0.2 s). Measured on the development CPU (2-core
     Xeon VM, glibc 2.36): 0.18 ms per MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at 1-31 MiB."""
     import torch
 
