@@ -11,7 +11,13 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
   ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS` or the skinny grid's largest timed
   ``M``) runs at the rate the skinny grid measured at that ``M`` (log-log interpolation, flat
-  beyond the ends), and never faster than its bytes over the measured bandwidth.
+  beyond the ends), and never faster than its bytes over the measured bandwidth. That grid's
+  weights stream from DRAM; where the calibration also timed the grid on weights a cache holds
+  and the one-row GEMM at several cycled weight sizes (its *residency* curve), a step whose
+  working set (its GEMM and decode-cache bytes) fits the cache runs at rates between the two:
+  ``log rate = log cold + f (log hot - log cold)``, ``f`` the share of the one-row speed-up
+  that the residency curve shows at that working set (1 at or below its smallest cycle, 0 at
+  or beyond its largest). The bandwidth bound scales with the same speed-up.
 * **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
   cache's concatenation, the attention over it) take the calibration's timings of the same op
   on a cache (:func:`aiadvisor.hardware.calibrate.cache_points`: cold in DRAM, a fresh output
@@ -163,6 +169,24 @@ class LocalCalibration:
     cold: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """Cold-input slowdowns: op -> (log bytes, log of cold over hot seconds at those bytes) of
     each op timed on cold inputs (FP32), by increasing bytes."""
+    skinny_hot: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log rows, log FLOP/s) of the skinny GEMMs timed on cache-resident weights."""
+    residency: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log cycled weight bytes, log seconds) of the one-row GEMM timed cycling each,
+    by increasing bytes."""
+
+    def residency_share(self, dtype: str, working_set_bytes: float) -> float:
+        """Share (0-1) of the cache-resident speed-up a step with this working set gets: where
+        the one-row GEMM's time at that cycle sits between its time at the largest cycle (0)
+        and at the smallest (1), log-interpolated; 0 without a residency curve."""
+        if dtype not in self.residency or dtype not in self.skinny_hot:
+            return 0.0
+        log_b, log_s = self.residency[dtype]
+        hot, cold = float(log_s[0]), float(log_s[-1])
+        if cold <= hot:
+            return 0.0
+        at = float(np.interp(np.log(max(working_set_bytes, 1.0)), log_b, log_s))
+        return float(np.clip((cold - at) / (cold - hot), 0.0, 1.0))
 
     def cold_factor(self, num_bytes: np.ndarray) -> np.ndarray:
         """How much slower a memory-bound op runs on cold inputs than the hot grid says: the
@@ -188,15 +212,23 @@ class LocalCalibration:
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
+        skinny_hot: dict[str, list[tuple[float, float]]] = {}
+        residency: dict[str, list[tuple[float, float]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for p in result.ops:
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work <= 0 or p.seconds <= 0:
                 continue
             dtype = getattr(p, "dtype", "float32")
-            if p.family == "gemm-skinny":
+            if p.family in ("gemm-skinny", "gemm-skinny-hot"):
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
-                skinny.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                into = skinny if p.family == "gemm-skinny" else skinny_hot
+                into.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                continue
+            if p.family == "gemm-residency":
+                if getattr(p, "cycle_bytes", 0.0) > 0:
+                    residency.setdefault(dtype, []).append((np.log(p.cycle_bytes),
+                                                            np.log(p.seconds)))
                 continue
             if p.family.startswith("gemm-"):
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
@@ -219,14 +251,18 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
-                   cold=_cold_slowdowns(cold, curves))
+                   cold=_cold_slowdowns(cold, curves), skinny_hot=_sorted_pairs(skinny_hot),
+                   residency=_sorted_pairs(residency, monotone=True))
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
-                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
+                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
+                   working_set_bytes: float | None = None) -> np.ndarray:
         """Seconds per call of each op from its own curve, else its family's median, in the
         op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
-        does not (the matmul curve of the precision serves it)."""
+        does not (the matmul curve of the precision serves it). ``working_set_bytes``: what
+        the step streams (its GEMM and cache bytes), for skinny GEMMs; None reads their
+        weights from DRAM."""
         out = np.full(len(names), np.nan)
         if dtypes is None:
             dtypes = np.full(len(names), "float32", dtype=object)
@@ -264,7 +300,7 @@ class LocalCalibration:
                 out[rows] = out[rows] * self.cold_factor(bytes_per_call[rows])
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
-                                     dtype)
+                                     dtype, working_set_bytes)
         return out
 
     def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
@@ -279,7 +315,8 @@ class LocalCalibration:
         return seconds
 
     def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
-                        num_bytes: np.ndarray, dtype: str) -> None:
+                        num_bytes: np.ndarray, dtype: str,
+                        working_set_bytes: float | None = None) -> None:
         """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
@@ -288,10 +325,19 @@ class LocalCalibration:
         thin = (m < limit) & (f > 0)
         if not thin.any():
             return
-        rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
-        seconds = f[thin] / rate
+        log_rows = np.log(np.maximum(m[thin], 1.0))
+        rate = np.interp(log_rows, log_m, log_rate)
+        share = 0.0 if working_set_bytes is None else self.residency_share(dtype,
+                                                                           working_set_bytes)
+        speedup = 1.0
+        if share > 0:
+            hot_m, hot_rate = self.skinny_hot[dtype]
+            rate = rate + share * (np.interp(log_rows, hot_m, hot_rate) - rate)
+            log_s = self.residency[dtype][1]
+            speedup = float(np.exp(share * (log_s[-1] - log_s[0])))
+        seconds = f[thin] / np.exp(rate)
         if self.bw_gbs:
-            seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))
+            seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9 * speedup))
         out[rows[thin]] = seconds
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
@@ -302,6 +348,19 @@ class LocalCalibration:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
         return fit[0] * tensors + fit[1] * elements
+
+
+def _sorted_pairs(groups: dict[str, list[tuple[float, float]]], *, monotone: bool = False
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """dtype -> (x, y) arrays by increasing x (two points or more); ``monotone``: y made
+    non-decreasing (more weights to cycle never take less time per call; a dip is noise)."""
+    out = {}
+    for dtype, pts in groups.items():
+        if len(pts) < 2:
+            continue
+        x, y = (np.array(v) for v in zip(*sorted(pts)))
+        out[dtype] = (x, np.maximum.accumulate(y) if monotone else y)
+    return out
 
 
 def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],

@@ -38,6 +38,7 @@ from .calibrate import (
     GPU_ELEMENTS,
     LINEAR_SHAPES,
     RECURRENT_SHAPES,
+    RESIDENCY_BYTES,
     SKINNY_SHAPES,
     OpPoint,
     OptimizerPoint,
@@ -62,7 +63,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 6
+_CACHE_VERSION = 7
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -662,7 +663,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
+                     + (len(LINEAR_SHAPES) + 2 * len(SKINNY_SHAPES) + len(RESIDENCY_BYTES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         total_steps += len(cold_grid(config["op_elements"])) if device.backend == "cpu" else 0

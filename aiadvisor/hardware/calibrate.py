@@ -41,8 +41,19 @@ LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 102
 #: same FLOPs ran at 135), and faster than their weights over the DRAM bandwidth when the weights
 #: sit in cache. K = N = 2048 (16 MB of FP32 weights, beyond a core's L2) like an LLM layer.
 SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
-#: Weight matrices each skinny timing cycles through (8 x 16 MB in FP32).
-SKINNY_WEIGHTS = 8
+#: Bytes of weight matrices each skinny timing cycles through, cold (``gemm-skinny``: in DRAM)
+#: and hot (``gemm-skinny-hot``: held by a last-level cache of a few tens of MB). A decode step
+#: streams every weight once, so which of the two it sees depends on whether the model fits in
+#: the last-level cache. Measured on the 2-core development CPU (480 MB of L3 reported, shared
+#: by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling 256 MB or
+#: more; M=8 at 14.8 and 11.3 GB/s. The former 128 MB cycle timed a half-hot cache, and GPT-2's
+#: 500 MB decode step ran 20-30 % slower than it predicted.
+SKINNY_COLD_BYTES = 512 * 2**20
+SKINNY_HOT_BYTES = 32 * 2**20
+#: Weight bytes cycled by the residency grid: a one-row GEMM (``gemm-residency``, M=1 of
+#: 2048 x 2048) timed cycling each, from cache-resident to DRAM-streaming, so that the cost
+#: model can tell how much of a step's weights a cache holds at its working set.
+RESIDENCY_BYTES = tuple(b * 2**20 for b in (32, 64, 128, 256, 512))
 #: Convolutions (batch, in channels, side, out channels, kernel), 2-D, stride 1, "same"
 #: padding, 57 MFLOP - 1.2 GFLOP a forward call: a 3-channel stem, 3x3 layers of 32-256
 #: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
@@ -91,6 +102,9 @@ class OpPoint:
     dtype: str = "float32"
     """Element type of the op's tensors (the grid runs in FP32 and, where the device runs them
     natively, in 16 bit)."""
+    cycle_bytes: float = 0.0
+    """Bytes of distinct operands the timing cycled through (skinny GEMMs), 0 where it reused
+    one set."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,25 +215,47 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
             points.append(OpPoint(op="aten.mm", family="gemm-backward",
                                   num_bytes=size * (m * n + n * k + m * k), flops=flops,
                                   seconds=bwd / 2, dtype=dtype))
-        # A decode step reads each layer's weights once, from DRAM: the skinny GEMMs cycle
-        # through SKINNY_WEIGHTS matrices (128 MB in FP32, beyond any CPU cache) so that no
-        # timed call finds its weights in cache, as a timing loop over one matrix would.
-        for m, k, n in skinny:
-            step(f"linear {dtype} {m}x{k}x{n}")
-            x = torch.randn(m, k, device=dev, dtype=f)
-            ws = [torch.randn(n, k, device=dev, dtype=f) for _ in range(SKINNY_WEIGHTS)]
-            b = torch.randn(n, device=dev, dtype=f)
+        points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                min_time_s=min_time_s, step=step, shapes=skinny, dtype=dtype)
+    return points
 
-            def cycle(x=x, ws=ws, b=b):
-                for w in ws:
-                    torch.nn.functional.linear(x, w, b)
 
-            with torch.no_grad():
-                fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / SKINNY_WEIGHTS
-            points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
-                                  num_bytes=size * (m * k + k * n + n + m * n),
-                                  flops=2.0 * m * k * n, seconds=fwd, dtype=dtype))
-            del ws
+def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                  time_op: Callable[..., float], min_time_s: float,
+                  step: Callable[[str], None], shapes=SKINNY_SHAPES, dtype: str = "float32",
+                  cold_bytes: int = SKINNY_COLD_BYTES, hot_bytes: int = SKINNY_HOT_BYTES,
+                  residency=RESIDENCY_BYTES) -> list[OpPoint]:
+    """Skinny forward GEMMs as a decode step runs them: each timing cycles through distinct
+    weight matrices (as a step reads each layer's once) so that no call finds its weights hot
+    from the call before, as a loop over one matrix would. Timed cycling ``cold_bytes``
+    (family ``gemm-skinny``) and ``hot_bytes`` (``gemm-skinny-hot``), and the one-row shape
+    at each of ``residency`` (``gemm-residency``); ``cycle_bytes`` records the cycle."""
+    f = getattr(torch, dtype)
+    size = torch.finfo(f).bits // 8
+    points = []
+    pool = []
+    grid = [("gemm-skinny", cold_bytes, shape) for shape in shapes] + \
+        [("gemm-skinny-hot", hot_bytes, shape) for shape in shapes] + \
+        [("gemm-residency", cycle, shapes[0]) for cycle in residency]
+    for family, cycle_bytes, (m, k, n) in grid:
+        step(f"linear {dtype} {m}x{k}x{n} cycling {cycle_bytes / 2**20:.0f} MiB")
+        count = max(int(cycle_bytes // (size * k * n)), 2)
+        while len(pool) < count:  # one pool of matrices, grown to the largest cycle
+            pool.append(torch.randn(n, k, device=dev, dtype=f))
+        x = torch.randn(m, k, device=dev, dtype=f)
+        b = torch.randn(n, device=dev, dtype=f)
+
+        def cycle(x=x, ws=pool[:count], b=b):
+            for w in ws:
+                torch.nn.functional.linear(x, w, b)
+
+        with torch.no_grad():
+            fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / count
+        points.append(OpPoint(op="aten.addmm", family=family,
+                              num_bytes=size * (m * k + k * n + n + m * n),
+                              flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
+                              cycle_bytes=float(count * size * k * n)))
+    del pool
     return points
 
 
