@@ -11,13 +11,7 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
   ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS` or the skinny grid's largest timed
   ``M``) runs at the rate the skinny grid measured at that ``M`` (log-log interpolation, flat
-  beyond the ends), and never faster than its bytes over the measured bandwidth. That grid's
-  weights stream from DRAM; where the calibration also timed the grid on weights a cache holds
-  and the one-row GEMM at several cycled weight sizes (its *residency* curve), a step whose
-  working set (its GEMM and decode-cache bytes) fits the cache runs at rates between the two:
-  ``log rate = log cold + f (log hot - log cold)``, ``f`` the share of the one-row speed-up
-  that the residency curve shows at that working set (1 at or below its smallest cycle, 0 at
-  or beyond its largest). The bandwidth bound scales with the same speed-up.
+  beyond the ends), and never faster than its bytes over the measured bandwidth.
 * **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
   cache's concatenation, the attention over it) take the calibration's timings of the same op
   on a cache (:func:`aiadvisor.hardware.calibrate.cache_points`: cold in DRAM, a fresh output
@@ -44,6 +38,12 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   loop. On the development CPU the ratio was about 1.5 from 2 to 8 MiB, falling to 1 by 16 MiB
   (where the hot grid's own fresh outputs already pay the page faults); the bench's training
   and inference steps rose 0-4 % (``bench/costmodel_local_cpu.py``).
+* **Fresh large outputs**: an op writing more than :data:`FRESH_ALLOC_BYTES` per call gets new
+  pages from the kernel for its output every call (glibc serves such allocations with
+  ``mmap`` and returns them on free), and pays their page faults: its output bytes times the
+  calibration's first-touch cost per byte
+  (:func:`aiadvisor.hardware.calibrate.first_touch_points`). E.g. the prompt logits of a
+  50 K-vocabulary model.
 * **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
   the same optimizer (Adam uses AdamW's).
 * Anything else keeps the roofline on the measured bandwidth plus the per-op overhead.
@@ -102,6 +102,12 @@ SKINNY_ROWS = 48.0
 #: Families priced at the cold-input slowdown (:meth:`LocalCalibration.cold_factor`) over their
 #: hot-loop times: streaming ops whose inputs a real step wrote long before.
 COLD_FAMILIES = ("elementwise", "activation", "norm", "copy")
+#: Outputs above this many bytes are fresh pages: glibc serves requests above its mmap threshold
+#: (at most 32 MiB on 64-bit Linux, ``DEFAULT_MMAP_THRESHOLD_MAX``) with new mappings unless
+#: freed heap memory holds them, and keeps at most its trim threshold (twice that, 64 MiB) of
+#: freed memory (malloc(3), mallopt(3)). Measured in the CPU generate bench's process: prompt
+#: logits of 103-411 MB faulted in every page, 51 MB ones none; decode steps none.
+FRESH_ALLOC_BYTES = 64 * 2**20
 _DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
@@ -169,24 +175,14 @@ class LocalCalibration:
     cold: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """Cold-input slowdowns: op -> (log bytes, log of cold over hot seconds at those bytes) of
     each op timed on cold inputs (FP32), by increasing bytes."""
-    skinny_hot: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    """dtype -> (log rows, log FLOP/s) of the skinny GEMMs timed on cache-resident weights."""
-    residency: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    """dtype -> (log cycled weight bytes, log seconds) of the one-row GEMM timed cycling each,
-    by increasing bytes."""
+    first_touch_s_per_byte: float = 0.0
+    """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
 
-    def residency_share(self, dtype: str, working_set_bytes: float) -> float:
-        """Share (0-1) of the cache-resident speed-up a step with this working set gets: where
-        the one-row GEMM's time at that cycle sits between its time at the largest cycle (0)
-        and at the smallest (1), log-interpolated; 0 without a residency curve."""
-        if dtype not in self.residency or dtype not in self.skinny_hot:
-            return 0.0
-        log_b, log_s = self.residency[dtype]
-        hot, cold = float(log_s[0]), float(log_s[-1])
-        if cold <= hot:
-            return 0.0
-        at = float(np.interp(np.log(max(working_set_bytes, 1.0)), log_b, log_s))
-        return float(np.clip((cold - at) / (cold - hot), 0.0, 1.0))
+    def fresh_output_s(self, written_per_call: np.ndarray) -> np.ndarray:
+        """Seconds per call of faulting in an output of these bytes (0 at or below
+        :data:`FRESH_ALLOC_BYTES`)."""
+        w = np.asarray(written_per_call, float)
+        return np.where(w > FRESH_ALLOC_BYTES, w * self.first_touch_s_per_byte, 0.0)
 
     def cold_factor(self, num_bytes: np.ndarray) -> np.ndarray:
         """How much slower a memory-bound op runs on cold inputs than the hot grid says: the
@@ -212,23 +208,19 @@ class LocalCalibration:
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
-        skinny_hot: dict[str, list[tuple[float, float]]] = {}
-        residency: dict[str, list[tuple[float, float]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        first_touch = 0.0
         for p in result.ops:
+            if p.family == "first-touch":
+                first_touch = max(p.seconds, 0.0) / max(p.num_bytes, 1.0)
+                continue
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work <= 0 or p.seconds <= 0:
                 continue
             dtype = getattr(p, "dtype", "float32")
-            if p.family in ("gemm-skinny", "gemm-skinny-hot"):
+            if p.family == "gemm-skinny":
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
-                into = skinny if p.family == "gemm-skinny" else skinny_hot
-                into.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
-                continue
-            if p.family == "gemm-residency":
-                if getattr(p, "cycle_bytes", 0.0) > 0:
-                    residency.setdefault(dtype, []).append((np.log(p.cycle_bytes),
-                                                            np.log(p.seconds)))
+                skinny.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
                 continue
             if p.family.startswith("gemm-"):
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
@@ -251,18 +243,14 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
-                   cold=_cold_slowdowns(cold, curves), skinny_hot=_sorted_pairs(skinny_hot),
-                   residency=_sorted_pairs(residency, monotone=True))
+                   cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch)
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
-                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
-                   working_set_bytes: float | None = None) -> np.ndarray:
+                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
         """Seconds per call of each op from its own curve, else its family's median, in the
         op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
-        does not (the matmul curve of the precision serves it). ``working_set_bytes``: what
-        the step streams (its GEMM and cache bytes), for skinny GEMMs; None reads their
-        weights from DRAM."""
+        does not (the matmul curve of the precision serves it)."""
         out = np.full(len(names), np.nan)
         if dtypes is None:
             dtypes = np.full(len(names), "float32", dtype=object)
@@ -300,7 +288,7 @@ class LocalCalibration:
                 out[rows] = out[rows] * self.cold_factor(bytes_per_call[rows])
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
-                                     dtype, working_set_bytes)
+                                     dtype)
         return out
 
     def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
@@ -315,8 +303,7 @@ class LocalCalibration:
         return seconds
 
     def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
-                        num_bytes: np.ndarray, dtype: str,
-                        working_set_bytes: float | None = None) -> None:
+                        num_bytes: np.ndarray, dtype: str) -> None:
         """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
@@ -325,19 +312,10 @@ class LocalCalibration:
         thin = (m < limit) & (f > 0)
         if not thin.any():
             return
-        log_rows = np.log(np.maximum(m[thin], 1.0))
-        rate = np.interp(log_rows, log_m, log_rate)
-        share = 0.0 if working_set_bytes is None else self.residency_share(dtype,
-                                                                           working_set_bytes)
-        speedup = 1.0
-        if share > 0:
-            hot_m, hot_rate = self.skinny_hot[dtype]
-            rate = rate + share * (np.interp(log_rows, hot_m, hot_rate) - rate)
-            log_s = self.residency[dtype][1]
-            speedup = float(np.exp(share * (log_s[-1] - log_s[0])))
-        seconds = f[thin] / np.exp(rate)
+        rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
+        seconds = f[thin] / rate
         if self.bw_gbs:
-            seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9 * speedup))
+            seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))
         out[rows[thin]] = seconds
 
     def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
@@ -348,19 +326,6 @@ class LocalCalibration:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
         return fit[0] * tensors + fit[1] * elements
-
-
-def _sorted_pairs(groups: dict[str, list[tuple[float, float]]], *, monotone: bool = False
-                  ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """dtype -> (x, y) arrays by increasing x (two points or more); ``monotone``: y made
-    non-decreasing (more weights to cycle never take less time per call; a dip is noise)."""
-    out = {}
-    for dtype, pts in groups.items():
-        if len(pts) < 2:
-            continue
-        x, y = (np.array(v) for v in zip(*sorted(pts)))
-        out[dtype] = (x, np.maximum.accumulate(y) if monotone else y)
-    return out
 
 
 def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],

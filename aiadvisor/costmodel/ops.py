@@ -206,6 +206,8 @@ class DeviceWork:
     phase: np.ndarray
     attention_core: np.ndarray
     norm: np.ndarray
+    written_per_call: np.ndarray | None = None
+    """Bytes each call writes (its outputs), where known."""
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
@@ -231,6 +233,7 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     safe_count = np.maximum(ops.count, 1e-30)
     flops_pc = ops.flops / safe_count / size_split
     bytes_pc = ops.bytes_total * factors / safe_count / size_split
+    written_pc = (ops.bytes_total - ops.bytes_read) * factors / safe_count / size_split
     divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
     name, op_class, phase, attn, norm = (ops.name, ops.op_class, ops.phase, ops.attention_core,
                                          ops.norm)
@@ -245,6 +248,7 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     for op_name, per_call, calls, op_phase in appended:
         flops_pc = np.append(flops_pc, 0.0)
         bytes_pc = np.append(bytes_pc, per_call)
+        written_pc = np.append(written_pc, 0.0)
         count = np.append(count, calls)
         divisor = np.append(divisor, 1.0)
         name = np.append(name, op_name)
@@ -252,7 +256,8 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         phase = np.append(phase, op_phase)
         attn = np.append(attn, False)
         norm = np.append(norm, False)
-    return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm)
+    return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm,
+                      written_per_call=written_pc)
 
 
 def grad_accumulation(prof: ModelProfile, ops: OpArrays,

@@ -19,7 +19,6 @@ from ..estimate.collectives import (
     hierarchical_time_s,
     stage_imbalance,
 )
-from ..hardware.calibrate import CACHE_SUFFIX
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from .devices import DeviceArrays
@@ -214,14 +213,10 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     families = np.array(["recurrent" if div > 1 else op_family(n, c, ph) for n, c, ph, div in
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
-    # What the step streams through the caches between two uses of a weight: its forward
-    # GEMMs' bytes (a decode step's are its weights) and the ops on a decode cache.
-    streamed = (families == "gemm-forward") | np.char.endswith(work.name.astype(str),
-                                                                  CACHE_SUFFIX)
-    working_set = float((work.bytes_per_call * work.count)[streamed].sum())
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
-                           work.flops_per_call / steps, op_dtypes,
-                           working_set_bytes=working_set) * steps * work.count
+                           work.flops_per_call / steps, op_dtypes) * steps * work.count
+    if cal.first_touch_s_per_byte > 0 and work.written_per_call is not None:
+        total = total + cal.fresh_output_s(work.written_per_call) * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))

@@ -41,19 +41,14 @@ LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 102
 #: same FLOPs ran at 135), and faster than their weights over the DRAM bandwidth when the weights
 #: sit in cache. K = N = 2048 (16 MB of FP32 weights, beyond a core's L2) like an LLM layer.
 SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
-#: Bytes of weight matrices each skinny timing cycles through, cold (``gemm-skinny``: in DRAM)
-#: and hot (``gemm-skinny-hot``: held by a last-level cache of a few tens of MB). A decode step
-#: streams every weight once, so which of the two it sees depends on whether the model fits in
-#: the last-level cache. Measured on the 2-core development CPU (480 MB of L3 reported, shared
-#: by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling 256 MB or
-#: more; M=8 at 14.8 and 11.3 GB/s. The former 128 MB cycle timed a half-hot cache, and GPT-2's
-#: 500 MB decode step ran 20-30 % slower than it predicted.
-SKINNY_COLD_BYTES = 512 * 2**20
-SKINNY_HOT_BYTES = 32 * 2**20
-#: Weight bytes cycled by the residency grid: a one-row GEMM (``gemm-residency``, M=1 of
-#: 2048 x 2048) timed cycling each, from cache-resident to DRAM-streaming, so that the cost
-#: model can tell how much of a step's weights a cache holds at its working set.
-RESIDENCY_BYTES = tuple(b * 2**20 for b in (32, 64, 128, 256, 512))
+#: Bytes of weight matrices each skinny timing cycles through: a decode step streams every
+#: weight once, from DRAM. Measured on the 2-core development CPU (480 MB of L3 reported,
+#: shared by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling
+#: 256 MB or more; M=8 at 14.8 and 11.3 GB/s. The former 128 MB cycle timed a half-hot cache,
+#: and GPT-2's 500 MB decode step ran 20-30 % slower than it predicted. Even the small Llama's
+#: 140 MB decode step ran at the DRAM rates (7.1-7.7 ms at batch 1, 5.0 ms predicted from
+#: rates timed cycling 32 MB), so the grid is not timed on cached weights.
+SKINNY_CYCLE_BYTES = 512 * 2**20
 #: Convolutions (batch, in channels, side, out channels, kernel), 2-D, stride 1, "same"
 #: padding, 57 MFLOP - 1.2 GFLOP a forward call: a 3-channel stem, 3x3 layers of 32-256
 #: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
@@ -84,6 +79,14 @@ COLD_CYCLE_BYTES = 256 * 2**20
 #: Suffix of the ops timed on cold inputs (:func:`cold_points`): kept apart from the hot grid;
 #: the cost model reads them as a slowdown of memory-bound ops over the hot curves.
 COLD_SUFFIX = "[cold]"
+#: Bytes of the buffer the first-touch timing allocates afresh per call: above what glibc keeps
+#: of freed heap memory (its trim threshold, at most twice the largest mmap threshold: 64 MiB
+#: on 64-bit Linux), so every allocation is new pages from the kernel, faulted in when first
+#: written. Measured on the 2-core development CPU: 13 ms more to fill a fresh 64 MiB buffer
+#: than a reused one (0.8 us per 4 KiB page, 5 GB/s); GPT-2's 103-411 MB prompt logits at
+#: batch 4-8 faulted in every page that way. (A 64 MiB buffer timed at the end of the
+#: calibration came from retained heap memory: 0.7 ms; so it is timed first.)
+FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -223,39 +226,32 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
 def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=SKINNY_SHAPES, dtype: str = "float32",
-                  cold_bytes: int = SKINNY_COLD_BYTES, hot_bytes: int = SKINNY_HOT_BYTES,
-                  residency=RESIDENCY_BYTES) -> list[OpPoint]:
-    """Skinny forward GEMMs as a decode step runs them: each timing cycles through distinct
-    weight matrices (as a step reads each layer's once) so that no call finds its weights hot
-    from the call before, as a loop over one matrix would. Timed cycling ``cold_bytes``
-    (family ``gemm-skinny``) and ``hot_bytes`` (``gemm-skinny-hot``), and the one-row shape
-    at each of ``residency`` (``gemm-residency``); ``cycle_bytes`` records the cycle."""
+                  cycle_bytes: int = SKINNY_CYCLE_BYTES) -> list[OpPoint]:
+    """Skinny forward GEMMs (family ``gemm-skinny``) as a decode step runs them: each timing
+    cycles through ``cycle_bytes`` of distinct weight matrices (as a step reads each layer's
+    once, from DRAM) so that no call finds its weights in a cache, as a loop over one matrix
+    would; ``cycle_bytes`` records the cycle."""
     f = getattr(torch, dtype)
     size = torch.finfo(f).bits // 8
     points = []
-    pool = []
-    grid = [("gemm-skinny", cold_bytes, shape) for shape in shapes] + \
-        [("gemm-skinny-hot", hot_bytes, shape) for shape in shapes] + \
-        [("gemm-residency", cycle, shapes[0]) for cycle in residency]
-    for family, cycle_bytes, (m, k, n) in grid:
+    for m, k, n in shapes:
         step(f"linear {dtype} {m}x{k}x{n} cycling {cycle_bytes / 2**20:.0f} MiB")
         count = max(int(cycle_bytes // (size * k * n)), 2)
-        while len(pool) < count:  # one pool of matrices, grown to the largest cycle
-            pool.append(torch.randn(n, k, device=dev, dtype=f))
+        ws = [torch.randn(n, k, device=dev, dtype=f) for _ in range(count)]
         x = torch.randn(m, k, device=dev, dtype=f)
         b = torch.randn(n, device=dev, dtype=f)
 
-        def cycle(x=x, ws=pool[:count], b=b):
+        def cycle(x=x, ws=ws, b=b):
             for w in ws:
                 torch.nn.functional.linear(x, w, b)
 
         with torch.no_grad():
             fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / count
-        points.append(OpPoint(op="aten.addmm", family=family,
+        points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
                               num_bytes=size * (m * k + k * n + n + m * n),
                               flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
                               cycle_bytes=float(count * size * k * n)))
-    del pool
+        del ws
     return points
 
 
@@ -447,6 +443,25 @@ def cold_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                       seconds=seconds, dtype="float32"))
         del xs, gs
     return points
+
+
+def first_touch_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                       time_op: Callable[..., float], min_time_s: float,
+                       step: Callable[[str], None],
+                       num_bytes: int = FIRST_TOUCH_BYTES) -> list[OpPoint]:
+    """What writing a freshly allocated buffer of ``num_bytes`` costs beyond writing a reused
+    one (``fill_`` of a new ``torch.empty`` against ``fill_`` of a kept buffer): the page faults
+    of new memory. One point, family ``first-touch``, seconds = the difference (never below
+    0)."""
+    step(f"first touch of {num_bytes / 2**20:.0f} MiB")
+    n = num_bytes // 4
+    kept = torch.empty(n, device=dev)
+    fresh = time_op(lambda: torch.empty(n, device=dev).fill_(1.0), sync=sync,
+                    min_time_s=min_time_s)
+    reused = time_op(functools.partial(kept.fill_, 1.0), sync=sync, min_time_s=min_time_s)
+    del kept
+    return [OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=float(num_bytes),
+                    flops=0.0, seconds=max(fresh - reused, 0.0))]
 
 
 def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:

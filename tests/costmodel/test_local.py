@@ -175,60 +175,6 @@ def test_gemms_take_the_linear_layer_curve_of_their_phase(monkeypatch):
         pytest.approx(10e-3 + 5e-6, rel=1e-9)
 
 
-def test_skinny_gemms_run_at_cache_rates_as_far_as_the_step_fits_the_cache(monkeypatch):
-    # One-row GEMMs of 2048 x 2048 timed on weights from DRAM at 20 GFLOP/s (M=1) and 40
-    # (M=8), on cached weights at 40 and 60; the residency grid timed M=1 at 1 ms per call
-    # cycling 32 MiB of weights and 2 ms cycling 512 MiB (16x the bytes: a 2x slowdown).
-    from aiadvisor.costmodel import api
-
-    def skinny(m, rate, family="gemm-skinny", cycle=0.0, seconds=None):
-        flops = 2.0 * m * 2048 * 2048
-        return OpPoint(op="aten.addmm", family=family, flops=flops,
-                       num_bytes=4 * (m * 2048 + 2048 * 2048 + 2048 + m * 2048),
-                       seconds=seconds or flops / rate, cycle_bytes=cycle)
-
-    result = dataclasses.replace(_benchmark(), ops=(
-        skinny(1, 20e9), skinny(8, 40e9), skinny(1, 40e9, "gemm-skinny-hot"),
-        skinny(8, 60e9, "gemm-skinny-hot"),
-        skinny(1, 0, "gemm-residency", 32 * 2**20, 1e-3),
-        skinny(1, 0, "gemm-residency", 512 * 2**20, 2e-3)),
-        bandwidth=(BandwidthPoint(op="copy", num_bytes=10**8, seconds=1e-3, gbs=100.0),))
-    cal = LocalCalibration.from_benchmark(result, "fp32")
-    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
-    cpu = _local_cpu(memory_bw_gbs=100)
-    # An addmm as the grid's (input, weight, bias read; output written): 16.80 MB per call.
-    per_call = 4 * (2048 + 2048 * 2048 + 2048 + 2048)
-    flops = 2.0 * 2048 * 2048
-
-    def step_s(calls):
-        prof = make_profile([op("aten.mm", "gemm", "forward", flops=calls * flops,
-                                bytes_read=calls * 4 * (2048 + 2048**2 + 2048),
-                                bytes_written=calls * 4 * 2048, count=calls)])
-        return predict(prof, hardware=cpu, precision="fp32").step_time_s
-
-    # The grid's M=1 point sits at rows 0.9985 (M K N / (M K + K N + M N + N)); rows are read
-    # as at least 1, a hair up the log-log line towards M=8 (rows 7.934): x 1.0005 cold
-    # (2^(0.00146 / 2.0726)), x 1.0003 cached (1.5^...).
-    r1, r8 = (m * 2048**2 / (m * 2048 + 2048**2 + 2048 + m * 2048) for m in (1, 8))
-    up = -math.log(r1) / math.log(r8 / r1)
-    cold, hot = 20e9 * 2**up, 40e9 * 1.5**up
-    assert cold / 20e9 == pytest.approx(1.00049, abs=1e-4)
-    # One call: 16.8 MB streamed, below the smallest cycle: all cached, ~40 GFLOP/s, 0.21 ms.
-    assert step_s(1) == pytest.approx(flops / hot, rel=1e-9)
-    # Eight calls: 134 MB, 4.006x the 32 MiB cycle: log-halfway (ln 4.006 / ln 16 = 0.5005)
-    # up the residency curve, so half the speed-up (log rates): ~28.3 GFLOP/s.
-    share = 1 - math.log(8 * per_call / 2**25) / math.log(16)
-    assert share == pytest.approx(0.4995, abs=1e-4)
-    assert step_s(8) == pytest.approx(8 * flops / (cold * (hot / cold) ** share), rel=1e-9)
-    # 64 calls: 1.07 GB, beyond the 512 MiB cycle: all from DRAM at ~20 GFLOP/s.
-    assert step_s(64) == pytest.approx(64 * flops / cold, rel=1e-9)
-    # The bandwidth bound scales with the speed-up: at 10 GB/s one call's 16.8 MB take 1.68 ms
-    # from DRAM; cached (a 2x speed-up), 0.84 ms, above its 0.21 ms at the cached rate.
-    slow = dataclasses.replace(cal, bw_gbs=10.0)
-    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: slow)
-    assert step_s(1) == pytest.approx(per_call / (10e9 * 2), rel=1e-9)
-
-
 def test_skinny_gemms_take_the_rate_measured_at_their_row_count(monkeypatch):
     # Skinny grid (K = N = 2048, fp32): M=1 at 20 GFLOP/s, M=8 at 40, M=64 at 80, so between
     # M=1 and 8 the rate is 20 x M^(1/3) (log-log). The square/linear curve says 50 GFLOP/s.
@@ -487,3 +433,31 @@ def test_a_slowdown_under_one_is_not_a_speedup():
     # Without cold timings (an older calibration) nothing changes.
     plain = LocalCalibration.from_benchmark(_benchmark(), "fp32")
     assert plain.cold == {} and plain.cold_factor(np.array([1e7]))[0] == 1.0
+
+
+def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
+    # The calibration found a fresh 64 MiB buffer 16 ms slower to write than a reused one:
+    # 16e-3 / 2^26 = 0.238 ns a byte (4.2 GB/s of page faults). Outputs above 64 MiB pay it.
+    from aiadvisor.costmodel import api
+    from aiadvisor.costmodel.local import FRESH_ALLOC_BYTES
+
+    touch = OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=2**26, flops=0,
+                    seconds=16e-3)
+    plain = LocalCalibration.from_benchmark(_benchmark(), "fp32")
+    faults = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=_benchmark().ops + (touch,)), "fp32")
+    assert faults.first_touch_s_per_byte == pytest.approx(16e-3 / 2**26)
+    assert FRESH_ALLOC_BYTES == 64 * 2**20
+
+    def step_s(cal, written_mib, calls=2):
+        monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+        w = written_mib * 2**20
+        prof = make_profile([op("aten.gelu", "memory", "forward", bytes_read=calls * w,
+                                bytes_written=calls * w, count=calls)])
+        return predict(prof, hardware=_local_cpu(), precision="fp32").step_time_s
+
+    # Two gelu calls writing 96 MiB each: above the 64 MiB threshold, 2 x 96 MiB x 0.238 ns
+    # = 2 x 24 ms = 48 ms more than the same calls on reused memory.
+    assert step_s(faults, 96) - step_s(plain, 96) == pytest.approx(48e-3, rel=1e-9)
+    # Writing 48 MiB a call is served from freed memory: no faults.
+    assert step_s(faults, 48) == pytest.approx(step_s(plain, 48), rel=1e-12)

@@ -147,7 +147,13 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     result = benchmark(cache_dir=tmp_path, progress=False,
                        **{**TINY, "ops": True, "op_elements": (n1, n2)})
     by_op = {}
+    # One first-touch point: the page faults of a fresh 128 MiB buffer (a difference of two
+    # timings, so it may be 0 on a platform that hands back reused pages).
+    (touch,) = [p for p in result.ops if p.family == "first-touch"]
+    assert touch.num_bytes == 128 * 2**20 and touch.seconds >= 0
     for p in result.ops:
+        if p.family == "first-touch":
+            continue
         if not p.family.startswith(("gemm-", "conv-", "recurrent")):
             by_op.setdefault(p.op, []).append(p)
         assert p.seconds > 0
@@ -162,7 +168,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                                                                per_element * n2]
     # Linear layers on a CPU: forward (addmm) and backward (one point per mm of the pair), each
     # 2 M K N FLOPs a call.
-    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, RESIDENCY_BYTES, SKINNY_SHAPES
+    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, SKINNY_SHAPES
 
     for family in ("gemm-forward", "gemm-backward"):
         flops = sorted(p.flops for p in result.ops if p.family == family)
@@ -186,13 +192,9 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     skinny = sorted((p.flops, p.num_bytes) for p in result.ops if p.family == "gemm-skinny")
     assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n))
                             for m, k, n in SKINNY_SHAPES)
-    # Timed twice, cycling 512 MiB (DRAM) and 32 MiB (cache) of 16 MiB FP32 matrices: 32 and 2
-    # of them; the one-row shape once per residency cycle, 2 to 32 matrices.
-    cycles = {fam: sorted({p.cycle_bytes / 2**20 for p in result.ops if p.family == fam})
-              for fam in ("gemm-skinny", "gemm-skinny-hot", "gemm-residency")}
-    assert cycles == {"gemm-skinny": [512], "gemm-skinny-hot": [32],
-                      "gemm-residency": [32, 64, 128, 256, 512]}
-    assert sum(p.family == "gemm-skinny-hot" for p in result.ops) == len(SKINNY_SHAPES)
+    # Each timed cycling 512 MiB of weights (32 matrices of 16 MiB in FP32), beyond the
+    # development CPU's share of its last-level cache.
+    assert {p.cycle_bytes for p in result.ops if p.family == "gemm-skinny"} == {512 * 2**20}
     # AdamW, SGD with momentum and SGD, three sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
     assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
@@ -202,12 +204,11 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm (cold and
-    # hot, and the one-row residency grid), two convolution and two LSTM-layer ops (forward,
-    # backward) per shape.
-    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + 2 * len(SKINNY_SHAPES) + len(RESIDENCY_BYTES)
-               + 2 * len(CONV_SHAPES) + 2 * len(RECURRENT_SHAPES))
-    assert f"an op grid ({timings} timings of 29 ops)" in spec.notes
+    # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm, two
+    # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
+    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 2 * len(CONV_SHAPES)
+               + 2 * len(RECURRENT_SHAPES) + 1)
+    assert f"an op grid ({timings} timings of 30 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
