@@ -191,3 +191,45 @@ def test_an_untraced_decode_step_says_how_it_was_priced(tiny_gpt):
     assert any("could not be traced" in n for n in notes)
     assert not any("could not be traced" in n for n in aa.predict_generation(gp, **kw).notes)
     assert any("as traced with its cache" in n for n in aa.predict_generation(gp, **kw).notes)
+
+
+def test_a_grouped_kv_copy_of_the_appended_cache_is_priced_hot_and_read_once():
+    # A Llama-style decoder with 4 query heads sharing 1 key/value head (head dim 16): each
+    # layer appends to its cache (cat: the first op to read the stored cache, priced as timed
+    # on a cold decode cache) and repeat_interleave copies what it just appended to 4 heads
+    # (priced as a copy of a hot buffer: no cache suffix). The copy reads the 1-head tensor
+    # once (its 4x expansion is a stride-0 view): at batch 2, 50 cached tokens, per tensor
+    # 2 x 1 x 51 x 16 x 4 B = 6,528 B read and 4 x that written; 2 layers x keys and values.
+    cfg = examples.DecoderConfig(vocab_size=64, hidden_size=64, num_layers=2, num_heads=4,
+                                 num_kv_heads=1, intermediate_size=96, style="llama")
+    gp = aa.profile_generation(examples._build_decoder(cfg), prompt_len=16)
+    step, _ = _decode_forward(gp, 2, 50, "eager")
+    by_name = {}
+    for o in step.ops:
+        by_name.setdefault(o.op, []).append(o)
+    assert "aten.cat" + CACHE_SUFFIX in by_name and "aten.cat" not in by_name
+    assert "aten.clone" + CACHE_SUFFIX not in by_name
+    clones = by_name["aten.clone"]  # one record per layer (two layers are not collapsed)
+    totals = [sum(getattr(o, k) for o in clones) for k in ("count", "bytes_read",
+                                                            "bytes_written")]
+    assert totals == pytest.approx([4, 4 * 6_528, 4 * 4 * 6_528])
+    assert SDPA_CPU + CACHE_SUFFIX in by_name
+
+
+def test_a_broadcast_operand_is_read_once():
+    import torch
+    from torch import nn
+
+    class Expanded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(32, 16))
+
+        def forward(self, x):  # (8, 1, 32) @ (32, 16) expanded over the batch: a bmm
+            return torch.bmm(x, self.w.expand(x.shape[0], 32, 16))
+
+    prof = aa.profile(Expanded(), torch.randn(8, 1, 32), mode="infer")
+    (bmm,) = [o for o in prof.ops if o.op == "aten.bmm"]
+    # x: 8 x 32 x 4 B = 1,024 B; the weight once, 32 x 16 x 4 B = 2,048 B (not 8 x that).
+    assert bmm.bytes_read == 1_024 + 2_048
+    assert bmm.bytes_written == 8 * 16 * 4

@@ -226,6 +226,8 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
                         dtype=object)
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
                            work.flops_per_call / steps, op_dtypes) * steps * work.count
+    if cal.first_touch_s_per_byte > 0 and work.written_per_call is not None:
+        total = total + cal.fresh_output_s(work.written_per_call) * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))
@@ -283,9 +285,9 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     on fresh pages every call (glibc maps them anew): each MiB costs the measured
     :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib` on top of the op (in place).
 
-    Out-of-place ops only (an aten name ending in ``_`` writes into its input). On a
-    benchmarked CPU only the GEMM-like ops and the AMP casts: their curves were timed on
-    outputs under the threshold (the op grid's largest FP32 points already pay it)."""
+    Out-of-place ops only (an aten name ending in ``_`` writes into its input). A benchmarked
+    CPU is left alone: its calibration times the first touch of a fresh buffer itself
+    (:meth:`~aiadvisor.costmodel.local.LocalCalibration.fresh_output_s`)."""
     from ..hardware.host import FRESH_OUTPUT_BYTES
 
     written = work.written_per_call
@@ -296,14 +298,13 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
         work.op_class, ("optimizer", "collective"))
     if not large.any():
         return
-    gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention")) | (work.name == "amp.cast")
     for d, spec in enumerate(devs.specs):
         costs = host_costs[d]
-        if spec.kind != "cpu" or costs is None or not costs.fresh_us_per_mib > 0:
+        if (spec.kind != "cpu" or costs is None or not costs.fresh_us_per_mib > 0
+                or (curves and curves[d] is not None)):
             continue
-        rows = large & (gemm_like if curves and curves[d] is not None else True)
         extra = work.count * written / 2**20 * costs.fresh_us_per_mib * 1e-6
-        parts["memory"][:, d, rows] += extra[rows]
+        parts["memory"][:, d, large] += extra[large]
 
 
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):

@@ -44,6 +44,7 @@ from .calibrate import (
     cache_points,
     cold_points,
     conv_points,
+    first_touch_points,
     linear_points,
     op_points,
     optimizer_points,
@@ -62,7 +63,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 6
+_CACHE_VERSION = 11
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -665,7 +666,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                      + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
-        total_steps += len(cold_grid(config["op_elements"])) if device.backend == "cpu" else 0
+        total_steps += len(cold_grid(config["op_elements"])) + 1 if device.backend == "cpu" \
+            else 0
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
         if device.backend == "cpu":
             total_steps += (len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
@@ -682,6 +684,11 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     if device.backend == "cpu":
         prime_allocator(torch)
     time_op = guard.time_op if guard is not None else _time_op
+    # First, before the grid's large tensors leave hundreds of MB of freed heap behind (later
+    # fresh buffers came from it: a fifth of the faults' time at the end of the calibration).
+    touch = first_touch_points(torch, dev=dev, sync=sync, time_op=time_op,
+                               min_time_s=min_time_s / 4, step=step) \
+        if device.backend == "cpu" and config["ops"] else []
     matmul: list[MatmulPoint] = []
     for precision in config["precisions"]:
         points = _matmul_points(torch, dev=dev, sync=sync, precision=precision,
@@ -729,6 +736,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                                   min_time_s=op_time, step=step, elements=cold_grid(elements))
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step)
+        op_pts += touch
     if guard is not None and guard.busy:
         skipped = {**skipped, "timing busy": (
             f"{guard.busy} of {guard.points} timings ran while another process held the cores "

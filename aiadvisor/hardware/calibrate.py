@@ -41,8 +41,14 @@ LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 102
 #: same FLOPs ran at 135), and faster than their weights over the DRAM bandwidth when the weights
 #: sit in cache. K = N = 2048 (16 MB of FP32 weights, beyond a core's L2) like an LLM layer.
 SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
-#: Weight matrices each skinny timing cycles through (8 x 16 MB in FP32).
-SKINNY_WEIGHTS = 8
+#: Bytes of weight matrices each skinny timing cycles through: a decode step streams every
+#: weight once, from DRAM. Measured on the 2-core development CPU (480 MB of L3 reported,
+#: shared by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling
+#: 256 MB or more; M=8 at 14.8 and 11.3 GB/s. The former 128 MB cycle timed a half-hot cache,
+#: and GPT-2's 500 MB decode step ran 20-30 % slower than it predicted. Even the small Llama's
+#: 140 MB decode step ran at the DRAM rates (7.1-7.7 ms at batch 1, 5.0 ms predicted from
+#: rates timed cycling 32 MB), so the grid is not timed on cached weights.
+SKINNY_CYCLE_BYTES = 512 * 2**20
 #: Convolutions (batch, in channels, side, out channels, kernel), 2-D, stride 1, "same"
 #: padding, 57 MFLOP - 1.2 GFLOP a forward call: a 3-channel stem, 3x3 layers of 32-256
 #: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
@@ -73,6 +79,14 @@ COLD_CYCLE_BYTES = 256 * 2**20
 #: Suffix of the ops timed on cold inputs (:func:`cold_points`): kept apart from the hot grid;
 #: the cost model reads them as a slowdown of memory-bound ops over the hot curves.
 COLD_SUFFIX = "[cold]"
+#: Bytes of the buffer the first-touch timing allocates afresh per call: above what glibc keeps
+#: of freed heap memory (its trim threshold, at most twice the largest mmap threshold: 64 MiB
+#: on 64-bit Linux), so every allocation is new pages from the kernel, faulted in when first
+#: written. Measured on the 2-core development CPU: 13 ms more to fill a fresh 64 MiB buffer
+#: than a reused one (0.8 us per 4 KiB page, 5 GB/s); GPT-2's 103-411 MB prompt logits at
+#: batch 4-8 faulted in every page that way. (A 64 MiB buffer timed at the end of the
+#: calibration came from retained heap memory: 0.7 ms; so it is timed first.)
+FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
 OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
@@ -91,6 +105,9 @@ class OpPoint:
     dtype: str = "float32"
     """Element type of the op's tensors (the grid runs in FP32 and, where the device runs them
     natively, in 16 bit)."""
+    cycle_bytes: float = 0.0
+    """Bytes of distinct operands the timing cycled through (skinny GEMMs), 0 where it reused
+    one set."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,25 +218,40 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
             points.append(OpPoint(op="aten.mm", family="gemm-backward",
                                   num_bytes=size * (m * n + n * k + m * k), flops=flops,
                                   seconds=bwd / 2, dtype=dtype))
-        # A decode step reads each layer's weights once, from DRAM: the skinny GEMMs cycle
-        # through SKINNY_WEIGHTS matrices (128 MB in FP32, beyond any CPU cache) so that no
-        # timed call finds its weights in cache, as a timing loop over one matrix would.
-        for m, k, n in skinny:
-            step(f"linear {dtype} {m}x{k}x{n}")
-            x = torch.randn(m, k, device=dev, dtype=f)
-            ws = [torch.randn(n, k, device=dev, dtype=f) for _ in range(SKINNY_WEIGHTS)]
-            b = torch.randn(n, device=dev, dtype=f)
+        points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                min_time_s=min_time_s, step=step, shapes=skinny, dtype=dtype)
+    return points
 
-            def cycle(x=x, ws=ws, b=b):
-                for w in ws:
-                    torch.nn.functional.linear(x, w, b)
 
-            with torch.no_grad():
-                fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / SKINNY_WEIGHTS
-            points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
-                                  num_bytes=size * (m * k + k * n + n + m * n),
-                                  flops=2.0 * m * k * n, seconds=fwd, dtype=dtype))
-            del ws
+def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                  time_op: Callable[..., float], min_time_s: float,
+                  step: Callable[[str], None], shapes=SKINNY_SHAPES, dtype: str = "float32",
+                  cycle_bytes: int = SKINNY_CYCLE_BYTES) -> list[OpPoint]:
+    """Skinny forward GEMMs (family ``gemm-skinny``) as a decode step runs them: each timing
+    cycles through ``cycle_bytes`` of distinct weight matrices (as a step reads each layer's
+    once, from DRAM) so that no call finds its weights in a cache, as a loop over one matrix
+    would; ``cycle_bytes`` records the cycle."""
+    f = getattr(torch, dtype)
+    size = torch.finfo(f).bits // 8
+    points = []
+    for m, k, n in shapes:
+        step(f"linear {dtype} {m}x{k}x{n} cycling {cycle_bytes / 2**20:.0f} MiB")
+        count = max(int(cycle_bytes // (size * k * n)), 2)
+        ws = [torch.randn(n, k, device=dev, dtype=f) for _ in range(count)]
+        x = torch.randn(m, k, device=dev, dtype=f)
+        b = torch.randn(n, device=dev, dtype=f)
+
+        def cycle(x=x, ws=ws, b=b):
+            for w in ws:
+                torch.nn.functional.linear(x, w, b)
+
+        with torch.no_grad():
+            fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / count
+        points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
+                              num_bytes=size * (m * k + k * n + n + m * n),
+                              flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
+                              cycle_bytes=float(count * size * k * n)))
+        del ws
     return points
 
 
@@ -411,6 +443,25 @@ def cold_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                       seconds=seconds, dtype="float32"))
         del xs, gs
     return points
+
+
+def first_touch_points(torch: Any, *, dev: str, sync: Callable[[], None],
+                       time_op: Callable[..., float], min_time_s: float,
+                       step: Callable[[str], None],
+                       num_bytes: int = FIRST_TOUCH_BYTES) -> list[OpPoint]:
+    """What writing a freshly allocated buffer of ``num_bytes`` costs beyond writing a reused
+    one (``fill_`` of a new ``torch.empty`` against ``fill_`` of a kept buffer): the page faults
+    of new memory. One point, family ``first-touch``, seconds = the difference (never below
+    0)."""
+    step(f"first touch of {num_bytes / 2**20:.0f} MiB")
+    n = num_bytes // 4
+    kept = torch.empty(n, device=dev)
+    fresh = time_op(lambda: torch.empty(n, device=dev).fill_(1.0), sync=sync,
+                    min_time_s=min_time_s)
+    reused = time_op(functools.partial(kept.fill_, 1.0), sync=sync, min_time_s=min_time_s)
+    del kept
+    return [OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=float(num_bytes),
+                    flops=0.0, seconds=max(fresh - reused, 0.0))]
 
 
 def _count(torch: Any, fn: Callable[[], Any]) -> tuple[str, float, float]:

@@ -69,6 +69,20 @@ def _storage_nbytes(t: torch.Tensor) -> int:
         return t.numel() * t.element_size()
 
 
+def _distinct_bytes(t: torch.Tensor) -> int:
+    """Bytes of the distinct elements a kernel reads from ``t``: a broadcast (stride-0) dim
+    repeats the same elements, so it does not multiply them. E.g. a decode step's ``bmm``
+    against a weight expanded over the batch reads the weight once, not once per sequence."""
+    try:
+        sizes, strides = t.shape, t.stride()
+    except (RuntimeError, NotImplementedError):
+        return t.numel() * t.element_size()
+    distinct = 1
+    for size, stride in zip(sizes, strides):
+        distinct *= size if stride != 0 else min(size, 1)
+    return int(distinct) * t.element_size()
+
+
 _META_KEY = "aiadvisor.module"
 
 
@@ -380,7 +394,7 @@ class Recorder(TorchDispatchMode):
             return
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]
-        bytes_read = sum(t.numel() * t.element_size() for t in in_tensors)
+        bytes_read = sum(_distinct_bytes(t) for t in in_tensors)
         bytes_written = sum(t.numel() * t.element_size() for t in out_tensors)
         if packet in BYTES_RULES:
             bytes_read, bytes_written = BYTES_RULES[packet](args, bytes_written)

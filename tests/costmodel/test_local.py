@@ -433,3 +433,31 @@ def test_a_slowdown_under_one_is_not_a_speedup():
     # Without cold timings (an older calibration) nothing changes.
     plain = LocalCalibration.from_benchmark(_benchmark(), "fp32")
     assert plain.cold == {} and plain.cold_factor(np.array([1e7]))[0] == 1.0
+
+
+def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
+    # The calibration found a fresh 64 MiB buffer 16 ms slower to write than a reused one:
+    # 16e-3 / 2^26 = 0.238 ns a byte (4.2 GB/s of page faults). Outputs above 64 MiB pay it.
+    from aiadvisor.costmodel import api
+    from aiadvisor.costmodel.local import FRESH_ALLOC_BYTES
+
+    touch = OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=2**26, flops=0,
+                    seconds=16e-3)
+    plain = LocalCalibration.from_benchmark(_benchmark(), "fp32")
+    faults = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=_benchmark().ops + (touch,)), "fp32")
+    assert faults.first_touch_s_per_byte == pytest.approx(16e-3 / 2**26)
+    assert FRESH_ALLOC_BYTES == 64 * 2**20
+
+    def step_s(cal, written_mib, calls=2):
+        monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+        w = written_mib * 2**20
+        prof = make_profile([op("aten.gelu", "memory", "forward", bytes_read=calls * w,
+                                bytes_written=calls * w, count=calls)])
+        return predict(prof, hardware=_local_cpu(), precision="fp32").step_time_s
+
+    # Two gelu calls writing 96 MiB each: above the 64 MiB threshold, 2 x 96 MiB x 0.238 ns
+    # = 2 x 24 ms = 48 ms more than the same calls on reused memory.
+    assert step_s(faults, 96) - step_s(plain, 96) == pytest.approx(48e-3, rel=1e-9)
+    # Writing 48 MiB a call is served from freed memory: no faults.
+    assert step_s(faults, 48) == pytest.approx(step_s(plain, 48), rel=1e-12)

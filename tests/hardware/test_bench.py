@@ -167,7 +167,13 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     result = benchmark(cache_dir=tmp_path, progress=False,
                        **{**TINY, "ops": True, "op_elements": (n1, n2)})
     by_op = {}
+    # One first-touch point: the page faults of a fresh 128 MiB buffer (a difference of two
+    # timings, so it may be 0 on a platform that hands back reused pages).
+    (touch,) = [p for p in result.ops if p.family == "first-touch"]
+    assert touch.num_bytes == 128 * 2**20 and touch.seconds >= 0
     for p in result.ops:
+        if p.family == "first-touch":
+            continue
         if not p.family.startswith(("gemm-", "conv-", "recurrent")):
             by_op.setdefault(p.op, []).append(p)
         assert p.seconds > 0
@@ -206,6 +212,9 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     skinny = sorted((p.flops, p.num_bytes) for p in result.ops if p.family == "gemm-skinny")
     assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n))
                             for m, k, n in SKINNY_SHAPES)
+    # Each timed cycling 512 MiB of weights (32 matrices of 16 MiB in FP32), beyond the
+    # development CPU's share of its last-level cache.
+    assert {p.cycle_bytes for p in result.ops if p.family == "gemm-skinny"} == {512 * 2**20}
     # AdamW, SGD with momentum and SGD, three sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
     assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
@@ -216,10 +225,10 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
     # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm, two
-    # convolution and two LSTM-layer ops (forward, backward) per shape.
+    # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
     timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 2 * len(CONV_SHAPES)
-               + 2 * len(RECURRENT_SHAPES))
-    assert f"an op grid ({timings} timings of 29 ops)" in spec.notes
+               + 2 * len(RECURRENT_SHAPES) + 1)
+    assert f"an op grid ({timings} timings of 30 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
