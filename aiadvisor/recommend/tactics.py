@@ -34,6 +34,9 @@ from .predictor import Predictor, Speedup, layout, speedup, throughput_gain
 
 #: A speed tactic is recommended only when the cost model predicts at least this gain.
 MIN_SPEEDUP = 1.03
+#: A memory-only step that the plan does not need to fit is offered when it saves at least this
+#: share of the device's usable memory (the memory counterpart of :data:`MIN_SPEEDUP`).
+MIN_MEMORY_SHARE = 0.01
 #: Host-to-device copy bandwidth: PCIe 4.0 x16 is 32 GB/s per direction; about 25 GB/s is
 #: what pinned-memory copies reach (NVIDIA bandwidthTest sample on A100 PCIe hosts).
 PCIE_COPY_GBS = 25.0
@@ -1195,12 +1198,19 @@ def embedding_int8(ctx: Context) -> Recommendation | None:
     factor = 1 / bytes_now if bytes_now > 1 else 1.0
     if factor >= 1:
         return None
+    saving = emb_params * (bytes_now - 1)
+    capacity = ctx.usable_bytes
+    if capacity and saving < MIN_MEMORY_SHARE * capacity:
+        return None  # noise: the step fits either way and the lookups get slower
     gain = _gain_of(ctx, transforms.embedding_bytes(ctx.step_prof, factor=factor))
     return _make(
         ctx, tactic_id="embedding_int8", title="8-bit embedding tables", category="memory",
         rationale=(f"Embeddings hold {_pct(emb_params / ctx.prof.num_params)} of the "
-                   f"parameters; 8-bit rows with per-row scales save "
-                   f"{fmt_bytes(emb_params * (bytes_now - 1))}."),
+                   f"parameters; 8-bit rows with per-row scales save {fmt_bytes(saving)}"
+                   + (f" ({_pct(saving / capacity)} of the {fmt_bytes(capacity)} usable)"
+                      if capacity else "")
+                   + ". Each lookup dequantises its rows, so lookups get slower (on the "
+                   "development CPU 60 us instead of 13 us for BERT's tables)."),
         snippet_id="embedding_int8", gain=gain,
         memory_saving_bytes=emb_params * (bytes_now - 1),
         trigger={"embedding_params": emb_params}, effect={"factor": factor},

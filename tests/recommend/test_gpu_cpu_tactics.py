@@ -373,3 +373,33 @@ def test_compile_is_not_offered_for_cpu_training_but_is_for_cpu_inference():
     rec = tactics.torch_compile(_context(infer, ParallelConfig(), spec_name=cpu,
                                          precision="fp32"))
     assert rec is not None and rec.predicted_speedup > 1.03
+
+
+def test_embedding_int8_is_noise_where_its_saving_is_under_one_percent_of_memory():
+    import torch
+    from torch import nn
+
+    from aiadvisor.recommend.tactics import MIN_MEMORY_SHARE
+
+    class Lookup(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(8192, 256)          # 2.1 M parameters, FP32: 8 MiB
+            self.out = nn.Linear(256, 256)
+
+        def forward(self, ids):
+            return self.out(self.emb(ids))
+
+    torch.manual_seed(0)
+    prof = aa.profile(Lookup(), torch.randint(0, 8192, (8, 128)), mode="infer")
+    # 8-bit rows save 2,097,152 x 3 bytes = 6 MiB in FP32: 0.03 % of a 23 GB CPU's usable
+    # memory (dropped), 7 % of a 0.1 GB device's (offered, saying so).
+    assert MIN_MEMORY_SHARE == 0.01
+    cpu = aa.hardware.get("Intel Xeon Platinum 8480+")
+    big = dataclasses.replace(cpu, memory_gb=23.0)
+    small = dataclasses.replace(cpu, memory_gb=0.1)
+    assert tactics.embedding_int8(_context(prof, ParallelConfig(), spec=big,
+                                           precision="fp32")) is None
+    rec = tactics.embedding_int8(_context(prof, ParallelConfig(), spec=small, precision="fp32"))
+    assert rec is not None and rec.memory_saving_bytes == 2_097_152 * 3
+    assert "lookups get slower" in rec.rationale

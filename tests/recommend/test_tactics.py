@@ -113,10 +113,12 @@ def test_rules_fire_where_their_numbers_say(scenarios):
     assert not {"bf16_autocast", "tf32", "fp8"} & fired["gpt2_t4"]
     # Inference at batch 1: underused GPU -> serving; CPU -> dynamic int8; edge -> pruning.
     # On the H100 the plan's FP8 step already stores the weights in one byte, so 8-bit
-    # embeddings have nothing left to save there (they fire on the Orin, below).
+    # embeddings have nothing left to save there; on the Orin Nano, after its fp16 step, they
+    # would save GPT-2's 38.6 M x 1 byte = 39 MB, 0.5 % of its 7.2 GB usable: under the 1 %
+    # floor (test_gpu_cpu_tactics.py: where they fire).
     assert {"serving", "onnx_export", "fp8"} <= fired["gpt2_infer_h100"]
     assert "embedding_int8" not in fired["gpt2_infer_h100"]
-    assert "embedding_int8" in fired["gpt2_infer_orin"]
+    assert "embedding_int8" not in fired["gpt2_infer_orin"]
     assert "dynamic_int8" in fired["gpt2_infer_xeon"] and "cuda_graphs" not in fired[
         "gpt2_infer_xeon"]
     assert "distill_prune" in fired["gpt2_infer_orin"]
@@ -141,9 +143,10 @@ def test_every_rule_is_conditional(scenarios):
     assert len(every) >= 20
     fired_somewhere = set().union(*fired)
     never_fired = every - fired_somewhere - {"deepspeed_zero", "grad_accumulation",
-                                             "expert_parallel", "cpu_threads"}
-    # (the first two are exercised with hand-built plans below, the last two in
-    # test_gpu_cpu_tactics.py)
+                                             "expert_parallel", "cpu_threads",
+                                             "embedding_int8"}
+    # (the first two are exercised with hand-built plans below, the next two in
+    # test_gpu_cpu_tactics.py, 8-bit embeddings in test_gpu_cpu_tactics.py)
     assert not never_fired
     always = set.intersection(*fired)
     assert not always  # no rule fires everywhere
@@ -292,3 +295,4 @@ def test_pipeline_code_says_it_does_not_interleave(llama8b):
     plain = pipeline_parallel(_context(llama8b, ParallelConfig(dp_degree=2, pp_degree=4,
                                                                num_microbatches=8)))
     assert "virtual" not in plain.rationale
+
