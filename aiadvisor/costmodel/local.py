@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware.calibrate import CACHE_SUFFIX, COLD_SUFFIX
+from ..hardware.calibrate import CACHE_SUFFIX, CHANNELS_LAST_SUFFIX, COLD_SUFFIX
 from ..hardware.host import FRESH_OUTPUT_BYTES
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 
@@ -119,7 +119,8 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
     if op_class == "gemm":
         return f"gemm-{phase}" if phase in ("forward", "backward") else None
     if op_class == "conv":
-        return f"conv-{phase}" if phase in ("forward", "backward") else None
+        layout = "-cl" if name.endswith(CHANNELS_LAST_SUFFIX) else ""
+        return f"conv-{phase}{layout}" if phase in ("forward", "backward") else None
     if op_class == "optimizer":
         return None
     if op_class == "attention":
@@ -176,6 +177,10 @@ class LocalCalibration:
     each op timed on cold inputs (FP32), by increasing bytes."""
     first_touch_s_per_byte: float = 0.0
     """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
+
+    def times_channels_last(self, dtype: str) -> bool:
+        """Whether the grid timed convolutions in channels_last at ``dtype``."""
+        return ("conv-forward-cl", dtype) in self.conv
 
     def fresh_output_s(self, written_per_call: np.ndarray) -> np.ndarray:
         """Seconds per call of faulting in an output of these bytes (0 at or below
@@ -260,9 +265,13 @@ class LocalCalibration:
                 groups.setdefault((key, fam, dtype), []).append(i)
         for (key, fam, dtype), rows in groups.items():
             if fam.startswith("conv-"):
-                if (fam, dtype) in self.conv:
-                    out[rows] = self._conv_seconds(fam, dtype, flops_per_call[rows],
-                                                   bytes_per_call[rows])
+                # channels_last convolutions without their own timings (a calibration from
+                # before they were timed) take the NCHW ones: no layout gain, never a guess.
+                for f in dict.fromkeys((fam, fam.removesuffix("-cl"))):
+                    if (f, dtype) in self.conv:
+                        out[rows] = self._conv_seconds(f, dtype, flops_per_call[rows],
+                                                       bytes_per_call[rows])
+                        break
                 continue
             work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
             tries = [dtype] if fam.startswith("gemm-") else list(dict.fromkeys((dtype,

@@ -360,6 +360,7 @@ def _kept_gathered(state: State, rec: Recommendation) -> State:
 EFFECTS: dict[str, Callable[[State, Recommendation], State]] = {
     "fsdp_overlap": _kept_gathered,
     "sdpa": _with(transforms.fused_attention, saves=True),
+    "channels_last": _with(transforms.channels_last_convs),
     "fp8": _precision("fp8"),
     "fused_optimizer": _with(transforms.fused_optimizer),
     "torch_compile": _with(transforms.fuse_elementwise),

@@ -346,6 +346,18 @@ def fp8(ctx: Context) -> Recommendation | None:
 
 # -- kernels and compilation ----------------------------------------------------------------
 
+def _timed_channels_last(ctx: Context) -> bool:
+    """Whether ``ctx``'s device is a benchmarked CPU whose grid timed channels_last
+    convolutions in the dtype its convolutions run in."""
+    if ctx.spec.kind != "cpu" or not ctx.spec.measured:
+        return False
+    from ..costmodel.api import _measured_curves
+
+    cal = _measured_curves(ctx.spec, ctx.precision)
+    dtype = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(ctx.precision)
+    return cal is not None and dtype is not None and cal.times_channels_last(dtype)
+
+
 @rule("channels_last")
 def channels_last(ctx: Context) -> Recommendation | None:
     share = ctx.flops_share("conv")
@@ -356,16 +368,23 @@ def channels_last(ctx: Context) -> Recommendation | None:
         return None
     extra = transforms.layout_transposes(ctx.step_prof)
     moved = sum(op.bytes_total for op in extra)
-    gain = _gain(ctx, ctx.base, ctx.predict_step(transforms.with_extra_ops(ctx.step_prof, extra)))
+    timed = _timed_channels_last(ctx)
+    if timed:  # this CPU's benchmark timed its convolutions in both layouts
+        gain = _gain_of(ctx, transforms.channels_last_convs(ctx.step_prof))
+    else:
+        gain = _gain(ctx, ctx.base,
+                     ctx.predict_step(transforms.with_extra_ops(ctx.step_prof, extra)))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
+    how = ("this CPU's benchmark timed its convolutions in both layouts, and the NHWC ones "
+           "price the step" if timed else
+           f"NHWC tensors skip that (priced as {fmt_bytes(moved)} of copies per step)")
     return _make(
         ctx, tactic_id="channels_last", title="channels_last memory format for convolutions",
         category="speed",
         rationale=(f"Convolutions are {_pct(share)} of the FLOPs. In NCHW, "
                    + ("oneDNN's CPU" if ctx.spec.kind == "cpu" else "tensor-core")
-                   + f" convolutions reorder their operands ({fmt_bytes(moved)} per step); "
-                   "NHWC tensors skip that."),
+                   + f" convolutions reorder their operands; {how}."),
         snippet_id="channels_last", gain=gain, trigger={"conv_flops_share": share},
     )
 

@@ -199,6 +199,20 @@ def with_extra_ops(prof: ModelProfile, extra: list[OpRecord]) -> ModelProfile:
     return _with_ops(prof, [*prof.ops, *extra])
 
 
+def channels_last_convs(prof: ModelProfile) -> ModelProfile:
+    """The convolutions with channels_last (NHWC) tensors: records renamed
+    ``<op>[channels_last]``, which a benchmarked CPU prices from the convolutions its grid
+    timed in that layout (elsewhere they cost what they did)."""
+    from ..hardware.calibrate import CHANNELS_LAST_SUFFIX
+
+    def to_nhwc(op: OpRecord) -> OpRecord:
+        if op.op_class != "conv" or op.op.endswith(CHANNELS_LAST_SUFFIX):
+            return op
+        return dataclasses.replace(op, op=op.op + CHANNELS_LAST_SUFFIX)
+
+    return map_ops(prof, to_nhwc)
+
+
 def layout_transposes(prof: ModelProfile) -> list[OpRecord]:
     """The NCHW <-> NHWC copies cuDNN's tensor-core convolutions make when tensors are NCHW:
     each conv's operands are read and written once more (what channels_last saves; an upper

@@ -461,3 +461,24 @@ def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
     assert step_s(faults, 96) - step_s(plain, 96) == pytest.approx(48e-3, rel=1e-9)
     # Writing 48 MiB a call is served from freed memory: no faults.
     assert step_s(faults, 48) == pytest.approx(step_s(plain, 48), rel=1e-12)
+
+
+def test_channels_last_convolutions_take_their_own_timed_rate():
+    import numpy as np
+
+    from aiadvisor.costmodel.local import LocalCalibration, op_family
+
+    assert op_family("aten.convolution[channels_last]", "conv", "forward") == "conv-forward-cl"
+    assert op_family("aten.convolution", "conv", "forward") == "conv-forward"
+    # NCHW timed at 0.2 TFLOP/s, NHWC at 0.5 TFLOP/s, flat over intensity.
+    flat = lambda rate: (np.log([1.0, 1000.0]), np.log([rate, rate]))  # noqa: E731
+    cal = LocalCalibration(conv={("conv-forward", "float32"): flat(0.2e12),
+                                 ("conv-forward-cl", "float32"): flat(0.5e12)})
+    names = np.array(["aten.convolution", "aten.convolution[channels_last]"], dtype=object)
+    fams = np.array(["conv-forward", "conv-forward-cl"], dtype=object)
+    flops, nbytes = np.array([1e9, 1e9]), np.array([1e7, 1e7])     # 100 FLOP a byte
+    assert cal.op_seconds(names, fams, nbytes, flops).tolist() == pytest.approx([5e-3, 2e-3])
+    assert cal.times_channels_last("float32") and not cal.times_channels_last("bfloat16")
+    # A calibration without channels_last timings prices them as NCHW: no invented gain.
+    old = LocalCalibration(conv={("conv-forward", "float32"): flat(0.2e12)})
+    assert old.op_seconds(names, fams, nbytes, flops).tolist() == pytest.approx([5e-3, 5e-3])

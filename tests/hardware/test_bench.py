@@ -199,6 +199,8 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
 
     conv = [2.0 * n * cout * side * side * cin * k * k for n, cin, side, cout, k in CONV_SHAPES]
     assert sorted(p.flops for p in result.ops if p.family == "conv-forward") == sorted(conv)
+    # The same convolutions again with channels_last tensors: the same work counted.
+    assert sorted(p.flops for p in result.ops if p.family == "conv-forward-cl") == sorted(conv)
     assert sorted(p.flops for p in result.ops if p.family == "conv-backward") == \
         sorted(2 * f for f in conv)
     assert {p.op for p in result.ops if p.family.startswith("conv-")} == {
@@ -226,7 +228,8 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert measurement_for(spec) is again
     # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
-    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 2 * len(CONV_SHAPES)
+    # Convolutions: forward and backward, in NCHW and in channels_last.
+    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 4 * len(CONV_SHAPES)
                + 2 * len(RECURRENT_SHAPES) + 1)
     assert f"an op grid ({timings} timings of 30 ops)" in spec.notes
 
