@@ -670,7 +670,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
             else 0
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
         if device.backend == "cpu":
-            total_steps += (len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
+            # Convolutions in both layouts (NCHW, channels_last), LSTM layers.
+            total_steps += (2 * len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(
                 [d for d in config["op_dtypes"] if d != "float16"])
     done = [0]
 
