@@ -126,19 +126,9 @@ def _fresh_output_us_per_mib(mib: int = 128, repeats: int = 5) -> float:
 
     n = mib * 2**20 // 4
     src, dst = torch.ones(n), torch.empty(n)
-
-    def timed(fn) -> float:
-        fn()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
-    reused = timed(lambda: dst.copy_(src))
-    fresh = timed(src.clone)
-    return max(fresh - reused, 0.0) / mib * 1e6
+    reused = _median_us(lambda: dst.copy_(src), 1, repeats)
+    fresh = _median_us(src.clone, 1, repeats)
+    return max(fresh - reused, 0.0) / mib
 
 
 def _optimizer_loop_us(num_tensors: int = 64) -> tuple[tuple[str, float], ...]:
