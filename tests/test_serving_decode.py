@@ -233,3 +233,18 @@ def test_a_broadcast_operand_is_read_once():
     # x: 8 x 32 x 4 B = 1,024 B; the weight once, 32 x 16 x 4 B = 2,048 B (not 8 x that).
     assert bmm.bytes_read == 1_024 + 2_048
     assert bmm.bytes_written == 8 * 16 * 4
+
+
+def test_a_gradient_broadcast_within_its_matrix_counts_whole():
+    import torch
+    from torch import nn
+
+    # loss.sum()'s gradient is a scalar expanded to the output (every stride 0): the backward
+    # GEMMs copy it into a dense buffer before reading it, so its bytes count in full.
+    torch.manual_seed(0)
+    prof = aa.profile(nn.Linear(32, 64, bias=False), torch.randn(16, 32), mode="train",
+                      scaling=False)
+    (mm,) = [o for o in prof.ops if o.op == "aten.mm" and o.phase == "backward"]
+    # dW = grad^T (64 x 16, read whole: 4,096 B) @ x (16 x 32: 2,048 B); written 64 x 32 x 4 B.
+    assert mm.bytes_read == 64 * 16 * 4 + 16 * 32 * 4
+    assert mm.bytes_written == 64 * 32 * 4

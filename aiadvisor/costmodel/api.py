@@ -101,6 +101,12 @@ def _measured_curves(spec: HardwareSpec, precision: str) -> LocalCalibration | N
     return _calibration(spec, precision)[0]
 
 
+def measured_calibration(spec: HardwareSpec, precision: str) -> LocalCalibration | None:
+    """The benchmark of the attached device behind ``spec`` at ``precision`` (its op grid,
+    matmul curve, convolution and optimizer timings), or None when ``spec`` is not one."""
+    return _measured_curves(spec, precision)
+
+
 def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration | None,
                                                                str | None]:
     """(calibration, note) for ``spec`` at ``precision``.

@@ -70,15 +70,19 @@ def _storage_nbytes(t: torch.Tensor) -> int:
 
 
 def _distinct_bytes(t: torch.Tensor) -> int:
-    """Bytes of the distinct elements a kernel reads from ``t``: a broadcast (stride-0) dim
-    repeats the same elements, so it does not multiply them. E.g. a decode step's ``bmm``
-    against a weight expanded over the batch reads the weight once, not once per sequence."""
+    """Bytes of the distinct elements a kernel reads from ``t``: a matrix broadcast over
+    leading (stride-0) dims repeats the same elements, so they do not multiply them. E.g. a
+    decode step's ``bmm`` against a weight expanded over the batch reads the weight once, not
+    once per sequence. A tensor broadcast within its last two dims (the expanded ones of
+    ``loss.sum()``'s gradient) counts whole: kernels copy it into a dense buffer first."""
     try:
         sizes, strides = t.shape, t.stride()
     except (RuntimeError, NotImplementedError):
         return t.numel() * t.element_size()
-    distinct = 1
-    for size, stride in zip(sizes, strides):
+    if len(sizes) < 3 or 0 in (strides[-1], strides[-2]):
+        return t.numel() * t.element_size()
+    distinct = sizes[-1] * sizes[-2]
+    for size, stride in zip(sizes[:-2], strides[:-2]):
         distinct *= size if stride != 0 else min(size, 1)
     return int(distinct) * t.element_size()
 

@@ -351,9 +351,9 @@ def _timed_channels_last(ctx: Context) -> bool:
     convolutions in the dtype its convolutions run in."""
     if ctx.spec.kind != "cpu" or not ctx.spec.measured:
         return False
-    from ..costmodel.api import _measured_curves
+    from ..costmodel import measured_calibration
 
-    cal = _measured_curves(ctx.spec, ctx.precision)
+    cal = measured_calibration(ctx.spec, ctx.precision)
     dtype = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(ctx.precision)
     return cal is not None and dtype is not None and cal.times_channels_last(dtype)
 
