@@ -294,6 +294,10 @@ for step in range($v_num_steps):
     $optimizer.zero_grad(set_to_none=True)
     if rank == 0:
         print(f"step {step}: loss {loss.item():.4f}")
+dist.barrier()  # every rank done with its collectives before the group is torn down
+# Drop what holds the group (the wrapped model and its optimizer) first: left to the
+# interpreter's shutdown, gloo's threads can abort the process ("terminate called ...").
+del $model, $optimizer, output, loss
 dist.destroy_process_group()
 '''
 
