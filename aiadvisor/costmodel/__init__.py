@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-from .api import (MFU_BAND, measured_calibration, predict, predict_table, resolve_hardware,
-                  step_time)
+from .api import MFU_BAND, measured_calibration, predict, predict_table, resolve_hardware, step_time
 from .model import EfficiencyModel, load_model
 from .precision import check_precision, gemm_peak_tflops, supported_precisions
 

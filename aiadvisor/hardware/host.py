@@ -14,7 +14,6 @@ import statistics
 import time
 from dataclasses import dataclass
 
-
 #: Outputs larger than this land on fresh pages every call: glibc serves a request above its
 #: mmap threshold (at most 32 MiB on 64-bit Linux, ``DEFAULT_MMAP_THRESHOLD_MAX``) with a new
 #: mapping unless freed heap memory holds it, and the heap keeps at most its trim threshold

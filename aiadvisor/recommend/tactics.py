@@ -26,7 +26,13 @@ from ..errors import AIAdvisorError
 from ..estimate import bubble_fraction
 from ..hardware.threads import ThreadSettings, is_local_cpu, thread_settings
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction, Recommendation
-from ..units import WEIGHT_BYTES, fmt_bytes, fmt_seconds
+from ..units import (
+    OPTIMIZER_TRAFFIC,
+    UNFUSED_OPTIMIZER_TENSORS,
+    WEIGHT_BYTES,
+    fmt_bytes,
+    fmt_seconds,
+)
 from . import transforms
 from .memory import ActivationParts, PartsSource, device_memory, dtype_bytes, usable_bytes
 from .precision import support_level
@@ -936,9 +942,11 @@ def fused_optimizer(ctx: Context) -> Recommendation | None:
     if gain is None or gain.point < 1.01:
         return None
     flag = "fused" if ctx.prof.optimizer in ("adam", "adamw", "sgd", "sgd_momentum") else "foreach"
+    passes = UNFUSED_OPTIMIZER_TENSORS.get(ctx.prof.optimizer)
+    fused_passes = OPTIMIZER_TRAFFIC.get(ctx.prof.optimizer, (None,))[0]
     why = (f"PyTorch's default step on a CPU loops over the {launches:.0f} parameter tensors, "
-           "running each update op over whole tensors (20 tensor passes per element for AdamW); "
-           "a fused step updates them in one kernel that reads and writes each tensor once."
+           f"running each update op over whole tensors ({passes} tensor passes per element, "
+           f"where a fused step, one kernel for all of them, makes {fused_passes})."
            if cpu else
            f"The optimizer step launches kernels for {launches:.0f} parameter tensors "
            "one by one; a fused step updates them all in one kernel.")
