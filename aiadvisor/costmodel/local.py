@@ -38,11 +38,12 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   loop. On the development CPU the ratio was about 1.5 from 2 to 8 MiB, falling to 1 by 16 MiB
   (where the hot grid's own fresh outputs already pay the page faults); the bench's training
   and inference steps rose 0-4 % (``bench/costmodel_local_cpu.py``).
-* **Fresh large outputs**: an op writing more than :data:`FRESH_ALLOC_BYTES` per call gets new
-  pages from the kernel for its output every call (glibc serves such allocations with
-  ``mmap`` and returns them on free), and pays their page faults: its output bytes times the
-  calibration's first-touch cost per byte
-  (:func:`aiadvisor.hardware.calibrate.first_touch_points`). E.g. the prompt logits of a
+* **Fresh large outputs**: an out-of-place op writing more than
+  :data:`aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` per call gets new pages from the kernel
+  for its output every call (glibc serves such allocations with ``mmap`` and returns them on
+  free), and pays their page faults: its output bytes times the calibration's first-touch
+  cost per byte (:func:`aiadvisor.hardware.calibrate.first_touch_points`), added by
+  ``aiadvisor.costmodel.predict._cpu_fresh_outputs``. E.g. the prompt logits of a
   50 K-vocabulary model.
 * **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
   the same optimizer (Adam uses AdamW's).
@@ -60,7 +61,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware.calibrate import CACHE_SUFFIX, CHANNELS_LAST_SUFFIX, COLD_SUFFIX
-from ..hardware.host import FRESH_OUTPUT_BYTES
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
@@ -103,10 +103,6 @@ SKINNY_ROWS = 48.0
 #: Families priced at the cold-input slowdown (:meth:`LocalCalibration.cold_factor`) over their
 #: hot-loop times: streaming ops whose inputs a real step wrote long before.
 COLD_FAMILIES = ("elementwise", "activation", "norm", "copy")
-#: Outputs above this many bytes are fresh pages (:data:`aiadvisor.hardware.host.
-#: FRESH_OUTPUT_BYTES`, glibc's largest trim threshold). Measured in the CPU generate bench's
-#: process: prompt logits of 103-411 MB faulted in every page, 51 MB ones none; decode steps none.
-FRESH_ALLOC_BYTES = FRESH_OUTPUT_BYTES
 _DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 _FAMILY_OF = {f"aten.{name}": fam for fam, names in FAMILIES.items() for name in names}
 _OPTIMIZER_FIT_OF = {"adamw": "adamw", "adam": "adamw", "sgd_momentum": "sgd_momentum",
@@ -181,12 +177,6 @@ class LocalCalibration:
     def times_channels_last(self, dtype: str) -> bool:
         """Whether the grid timed convolutions in channels_last at ``dtype``."""
         return ("conv-forward-cl", dtype) in self.conv
-
-    def fresh_output_s(self, written_per_call: np.ndarray) -> np.ndarray:
-        """Seconds per call of faulting in an output of these bytes (0 at or below
-        :data:`FRESH_ALLOC_BYTES`)."""
-        w = np.asarray(written_per_call, float)
-        return np.where(w > FRESH_ALLOC_BYTES, w * self.first_touch_s_per_byte, 0.0)
 
     def cold_factor(self, num_bytes: np.ndarray) -> np.ndarray:
         """How much slower a memory-bound op runs on cold inputs than the hot grid says: the

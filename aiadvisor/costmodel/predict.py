@@ -226,8 +226,6 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
                         dtype=object)
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
                            work.flops_per_call / steps, op_dtypes) * steps * work.count
-    if cal.first_touch_s_per_byte > 0 and work.written_per_call is not None:
-        total = total + cal.fresh_output_s(work.written_per_call) * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))
@@ -282,16 +280,17 @@ def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: D
 def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                        curves, host_costs) -> None:
     """On a CPU, outputs larger than :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
-    on fresh pages every call (glibc maps them anew): each MiB costs the measured
-    :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib` on top of the op (in place).
+    on fresh pages every call (glibc maps them anew): each byte costs the page faults measured
+    on this CPU, on top of the op (in place). A benchmarked CPU uses its calibration's
+    first-touch timing (:attr:`~aiadvisor.costmodel.local.LocalCalibration.
+    first_touch_s_per_byte`; 0 in a calibration from before it was timed), an unbenchmarked
+    one :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib`.
 
-    Out-of-place ops only (an aten name ending in ``_`` writes into its input). A benchmarked
-    CPU is left alone: its calibration times the first touch of a fresh buffer itself
-    (:meth:`~aiadvisor.costmodel.local.LocalCalibration.fresh_output_s`)."""
+    Out-of-place ops only: an aten name ending in ``_`` writes into its input."""
     from ..hardware.host import FRESH_OUTPUT_BYTES
 
     written = work.written_per_call
-    if written is None or not host_costs:
+    if written is None:
         return
     out_of_place = np.array([not str(n).endswith("_") for n in work.name])
     large = (written > FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
@@ -299,12 +298,16 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     if not large.any():
         return
     for d, spec in enumerate(devs.specs):
-        costs = host_costs[d]
-        if (spec.kind != "cpu" or costs is None or not costs.fresh_us_per_mib > 0
-                or (curves and curves[d] is not None)):
+        if spec.kind != "cpu":
             continue
-        extra = work.count * written / 2**20 * costs.fresh_us_per_mib * 1e-6
-        parts["memory"][:, d, large] += extra[large]
+        cal = curves[d] if curves else None
+        costs = host_costs[d] if host_costs else None
+        if cal is not None:
+            per_byte = cal.first_touch_s_per_byte
+        else:
+            per_byte = costs.fresh_us_per_mib * 1e-6 / 2**20 if costs is not None else 0.0
+        if per_byte > 0:
+            parts["memory"][:, d, large] += (work.count * written * per_byte)[large]
 
 
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):

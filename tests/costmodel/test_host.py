@@ -192,9 +192,15 @@ def test_cpu_fresh_outputs_over_the_mmap_threshold_pay_page_faults_by_hand():
     p = parts()
     _cpu_fresh_outputs(p, work, cpu, None, [costs])
     assert p["memory"][1, 0].tolist() == pytest.approx([19.35e-3, 0.0, 0.0, 36e-3])
-    # Benchmarked: the calibration's own first-touch timing prices it (not added here).
+    # Benchmarked: its calibration's first-touch figure (0.1 ns a byte) instead, same rows:
+    # 2 x 64.5 MiB and 3 x 80 MiB at 0.1 ns a byte.
     p = parts()
-    _cpu_fresh_outputs(p, work, cpu, [object()], [costs])
+    _cpu_fresh_outputs(p, work, cpu, [SimpleNamespace(first_touch_s_per_byte=1e-10)], [costs])
+    assert p["memory"][1, 0].tolist() == pytest.approx(
+        [2 * 64.5 * mib * 1e-10, 0.0, 0.0, 3 * 80 * mib * 1e-10])
+    # A calibration from before the first touch was timed adds nothing (not the host figure).
+    p = parts()
+    _cpu_fresh_outputs(p, work, cpu, [SimpleNamespace(first_touch_s_per_byte=0.0)], [costs])
     assert p["memory"][1, 0].tolist() == [0.0, 0.0, 0.0, 0.0]
 
 

@@ -439,7 +439,7 @@ def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
     # The calibration found a fresh 64 MiB buffer 16 ms slower to write than a reused one:
     # 16e-3 / 2^26 = 0.238 ns a byte (4.2 GB/s of page faults). Outputs above 64 MiB pay it.
     from aiadvisor.costmodel import api
-    from aiadvisor.costmodel.local import FRESH_ALLOC_BYTES
+    from aiadvisor.hardware.host import FRESH_OUTPUT_BYTES
 
     touch = OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=2**26, flops=0,
                     seconds=16e-3)
@@ -447,7 +447,7 @@ def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
     faults = LocalCalibration.from_benchmark(
         dataclasses.replace(_benchmark(), ops=_benchmark().ops + (touch,)), "fp32")
     assert faults.first_touch_s_per_byte == pytest.approx(16e-3 / 2**26)
-    assert FRESH_ALLOC_BYTES == 64 * 2**20
+    assert FRESH_OUTPUT_BYTES == 64 * 2**20
 
     def step_s(cal, written_mib, calls=2):
         monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
