@@ -231,6 +231,7 @@ DISTRIBUTED_TRAIN = '''\
 # Assumes: $model, $inputs, $optimizer and $loss_fn(output) -> scalar loss, built above.
 # Save as train.py and launch one process per device:
 #     torchrun --nproc_per_node=$v_nproc train.py
+import gc
 import inspect
 import os
 
@@ -298,6 +299,7 @@ dist.barrier()  # every rank done with its collectives before the group is torn 
 # Drop what holds the group (the wrapped model and its optimizer) first: left to the
 # interpreter's shutdown, gloo's threads can abort the process ("terminate called ...").
 del $model, $optimizer, output, loss
+gc.collect()  # and free them now, while the group still exists
 dist.destroy_process_group()
 '''
 
