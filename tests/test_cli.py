@@ -67,6 +67,26 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     assert len(data["ops"]) == 23 + 12 + 7 + 24 + 8 + 1 and len(data["optimizer"]) == 9
     assert data["config"]["op_elements"] == [2**10]
 
+    # A first touch that cost nothing extra (fresh no slower than reused: timing noise) and an
+    # op too fast for the clock are printed as such, not divided by (CI once failed on it).
+    import dataclasses
+
+    from aiadvisor.hardware.calibrate import OpPoint
+    from aiadvisor.hardware.cli import calibration_text
+
+    result = bench.benchmark()
+    assert result.from_cache
+    zero = dataclasses.replace(result, ops=[
+        OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=128 * 2**20, flops=0.0,
+                seconds=0.0),
+        OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=128 * 2**20, flops=0.0,
+                seconds=0.02),
+        OpPoint(op="aten.relu", family="elementwise", num_bytes=2**20, flops=0.0, seconds=0.0)])
+    text = calibration_text(zero)
+    # 0.02 s over 128 MiB = 156.25 us per MiB
+    assert "128 MiB +0.0 us/MiB" in text and "128 MiB +156.2 us/MiB" in text
+    assert "1.00 MiB too fast to time" in text
+
 
 def test_report_can_rank_hardware_by_owning_it(capsys):
     import json

@@ -148,7 +148,12 @@ def calibration_text(result: Any) -> str:
         for (op, dtype), points in by_op.items():
             cells = []
             for p in sorted(points, key=lambda p: p.num_bytes):
-                if p.family == "attention" or p.family.startswith("gemm-"):
+                if p.family == "first-touch":  # seconds is an extra cost, 0 when none was seen
+                    cells.append(f"{p.num_bytes / 2**20:.0f} MiB "
+                                 f"+{p.seconds * 1e6 / (p.num_bytes / 2**20):.1f} us/MiB")
+                elif p.seconds <= 0.0:
+                    cells.append(f"{p.num_bytes / 2**20:.2f} MiB too fast to time")
+                elif p.family == "attention" or p.family.startswith("gemm-"):
                     cells.append(f"{p.flops / 1e6:.0f} MFLOP {p.flops / p.seconds / 1e9:.1f}")
                 else:
                     cells.append(f"{p.num_bytes / 2**20:.2f} MiB "
