@@ -17,7 +17,8 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   extra seconds per weight element fitted from the grid's large-weight GEMMs (family
   ``gemm-forward-wide``, timed cycling their weights) over the linear curve at their FLOPs
   (on the development CPU, bf16: about 120 ps per element, 2 ms a call of a 4096 x 4096
-  weight: oneDNN reorders the weight on every call; FP32 about 170 ps). Backward GEMMs are
+  weight, whatever its rows: as if the library repacked the weight every call; FP32 about
+  170 ps). Backward GEMMs are
   not priced so (the grid times none with large weights).
 * **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
   cache's concatenation, the attention over it) take the calibration's timings of the same op
