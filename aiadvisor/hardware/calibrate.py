@@ -42,7 +42,7 @@ LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 102
 #: 2.0 ms at M = 64 and 27.4 ms at M = 2048, about 1.2 ms a call beyond M times the per-row
 #: time: a fixed cost per call, in proportion to the weight's elements (as if the library
 #: repacked the right-hand operand on every call; a large activation operand, 16384 x 512,
-#: cost nothing extra); FP32 (MKL) about 2.8 ms, 10 % of its 26 ms call. Timed
+#: cost nothing extra); FP32 about 2.8 ms, 10 % of its 26 ms call. Timed
 #: cycling :data:`WIDE_CYCLE_BYTES` of weights, as the skinny grid. The cost model fits seconds
 #: per weight element from these over the linear grid's curve at the same FLOPs: there, about
 #: 120 ps in bf16 (60 ps looping over one matrix), 170 ps in FP32, 13 ps in FP16 (whose slow
