@@ -11,7 +11,15 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
   ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS` or the skinny grid's largest timed
   ``M``) runs at the rate the skinny grid measured at that ``M`` (log-log interpolation, flat
-  beyond the ends), and never faster than its bytes over the measured bandwidth.
+  beyond the ends), and never faster than its bytes over the measured bandwidth. A forward GEMM
+  whose weight (``weight_elements``: its module's own parameters per call) is larger than
+  the linear grid's largest pays :meth:`LocalCalibration.gemm_weight_seconds` on top: the
+  extra seconds per weight element fitted from the grid's large-weight GEMMs (family
+  ``gemm-forward-wide``, timed cycling their weights) over the linear curve at their FLOPs
+  (on the development CPU, bf16: about 120 ps per element, 2 ms a call of a 4096 x 4096
+  weight, whatever its rows: as if the library repacked the weight every call; FP32 about
+  170 ps). Backward GEMMs are
+  not priced so (the grid times none with large weights).
 * **Ops on a decode step's cache** (named ``<op>[cache]`` by the generation cost model: the
   cache's concatenation, the attention over it) take the calibration's timings of the same op
   on a cache (:func:`aiadvisor.hardware.calibrate.cache_points`: cold in DRAM, a fresh output
@@ -173,6 +181,17 @@ class LocalCalibration:
     each op timed on cold inputs (FP32), by increasing bytes."""
     first_touch_s_per_byte: float = 0.0
     """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
+    gemm_weight: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """dtype -> (weight elements of the linear grid's largest forward GEMM, extra seconds per
+    weight element beyond it), from :func:`fit_gemm_weight`."""
+
+    def gemm_weight_seconds(self, weight_elements: np.ndarray, dtype: str) -> np.ndarray:
+        """Extra seconds a forward GEMM call with ``weight_elements`` of weight takes over the
+        linear grid's curve: ``c * max(W - W0, 0)`` with ``(W0, c)`` fitted at ``dtype``
+        (0 where not fitted)."""
+        w = np.asarray(weight_elements, float)
+        base, per_element = self.gemm_weight.get(dtype, (0.0, 0.0))
+        return per_element * np.maximum(w - base, 0.0)
 
     def times_channels_last(self, dtype: str) -> bool:
         """Whether the grid timed convolutions in channels_last at ``dtype``."""
@@ -203,10 +222,14 @@ class LocalCalibration:
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        wide: dict[str, list] = {}
         first_touch = 0.0
         for p in result.ops:
             if p.family == "first-touch":
                 first_touch = max(p.seconds, 0.0) / max(p.num_bytes, 1.0)
+                continue
+            if p.family == "gemm-forward-wide":
+                wide.setdefault(getattr(p, "dtype", "float32"), []).append(p)
                 continue
             work = p.flops if _flop_curve(p.family) else p.num_bytes
             if work <= 0 or p.seconds <= 0:
@@ -230,6 +253,13 @@ class LocalCalibration:
             if p.op not in ops:
                 ops.append(p.op)
         curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
+        weight = {}
+        for dtype, pts in wide.items():
+            curve = curves.get(("gemm-forward", dtype))
+            if curve is not None:
+                base = max((p.weight_elements for p in result.ops
+                            if p.family == "gemm-forward" and p.dtype == dtype), default=0.0)
+                weight[dtype] = fit_gemm_weight(curve, pts, base)
         cold = {key: pts for key, pts in by_key.items() if key[0].endswith(COLD_SUFFIX)}
         rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
         return cls(matmul=list(matmul), curves=curves,
@@ -237,14 +267,18 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
-                   cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch)
+                   cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
+                   gemm_weight=weight)
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
-                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None) -> np.ndarray:
+                   flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
+                   weight_elements: np.ndarray | None = None) -> np.ndarray:
         """Seconds per call of each op from its own curve, else its family's median, in the
         op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
-        does not (the matmul curve of the precision serves it)."""
+        does not (the matmul curve of the precision serves it). A forward GEMM with
+        ``weight_elements`` (per call; 0 or None: unknown) adds
+        :meth:`gemm_weight_seconds`, unless priced as skinny."""
         out = np.full(len(names), np.nan)
         if dtypes is None:
             dtypes = np.full(len(names), "float32", dtype=object)
@@ -284,6 +318,8 @@ class LocalCalibration:
                     break
             if fam in COLD_FAMILIES and not key.endswith(CACHE_SUFFIX):
                 out[rows] = out[rows] * self.cold_factor(bytes_per_call[rows])
+            if fam == "gemm-forward" and weight_elements is not None:
+                out[rows] = out[rows] + self.gemm_weight_seconds(weight_elements[rows], dtype)
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype)
@@ -347,6 +383,24 @@ def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],
         ratio = np.array([s for _, s in pts], float) / hot.seconds(b)
         out[name] = (np.log(b), np.log(ratio))
     return out
+
+
+def fit_gemm_weight(curve: SizeCurve, points, base_elements: float) -> tuple[float, float]:
+    """``(W0, c)``: the extra seconds per weight element, ``c``, of large-weight forward GEMMs
+    over the linear grid's ``curve`` at their FLOPs, least squares through the origin in
+    ``W - W0`` (``W0 = base_elements``, the grid's largest weight, whose cost the curve holds
+    already); ``c >= 0`` (0 where they ran no slower than the curve).
+
+    E.g. points of 8 M and 16 M elements, 0.7 ms and 1.5 ms over the curve, ``W0`` = 1 M:
+    ``c = (7e6 * 0.7e-3 + 15e6 * 1.5e-3) / (7e6**2 + 15e6**2) = 100 ps`` per element."""
+    w = np.array([p.weight_elements for p in points], float) - base_elements
+    extra = np.array([p.seconds for p in points], float) - curve.seconds(
+        np.array([p.flops for p in points], float))
+    keep = w > 0
+    if not keep.any():
+        return float(base_elements), 0.0
+    per_element = float(w[keep] @ extra[keep] / (w[keep] @ w[keep]))
+    return float(base_elements), max(per_element, 0.0)
 
 
 def gemm_rows(flops, num_bytes, dtype: str = "float32"):

@@ -49,6 +49,9 @@ class OpArrays:
     """Memory-bound ops on the residual stream of a repeated block: the block's own ops
     (residual adds, hidden dropout) and its normalisation modules'. Tensor parallel splits them
     over its ranks only with sequence parallelism (:attr:`ParallelConfig.sequence_parallel`)."""
+    weight_elements: np.ndarray | None = None
+    """Weight elements per call of a forward 2-D GEMM (:func:`gemm_weight_elements`), 0 for
+    other ops."""
 
     def __len__(self) -> int:
         return len(self.name)
@@ -97,7 +100,30 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
                                  for op in ops], bool),
         stage=np.array([_stage_of(op, embeddings) for op in ops], dtype=object),
         residual=np.array([_on_residual_stream(op, norms) for op in ops], bool),
+        weight_elements=gemm_weight_elements(prof, ops),
     )
+
+
+#: GEMMs whose right-hand operand is a module's weight in a forward (``nn.Linear``, HF Conv1D).
+WEIGHT_GEMMS = ("aten.mm", "aten.addmm")
+
+
+def gemm_weight_elements(prof: ModelProfile, ops) -> np.ndarray:
+    """Weight elements per call of each forward 2-D GEMM (:data:`WEIGHT_GEMMS`): its module's
+    own parameters over its calls per block (a linear layer: its weight and bias, once a
+    step), at most the elements the call reads; 0 for other ops and for GEMMs of modules with
+    no parameters of their own (e.g. attention scores). A layer applied twice in a step counts
+    half its weight a call (an underestimate; rare)."""
+    params = {m.name: m.num_params for m in prof.modules}
+    out = np.zeros(len(ops))
+    for i, op in enumerate(ops):
+        own = params.get(op.module, 0)
+        size = DTYPE_BYTES.get(op.dtype, 0.0)
+        if op.phase != "forward" or op.op not in WEIGHT_GEMMS or own <= 0 or size <= 0:
+            continue
+        calls_per_block = max(op.count / max(op.repeat, 1), 1.0)
+        out[i] = min(own / calls_per_block, op.bytes_read / op.count / size)
+    return out
 
 
 #: Module types whose ops are normalisations of the residual stream.
@@ -220,6 +246,9 @@ class DeviceWork:
     norm: np.ndarray
     written_per_call: np.ndarray | None = None
     """Bytes each call writes (its outputs), as ``bytes_per_call`` is split and converted."""
+    weight_per_call: np.ndarray | None = None
+    """Weight elements per call of a forward GEMM (:attr:`OpArrays.weight_elements`, split over
+    tensor parallel ranks), 0 for other ops."""
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
@@ -247,6 +276,8 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     bytes_pc = ops.bytes_total * factors / safe_count / size_split
     written_pc = (ops.bytes_total - ops.bytes_read) * factors / safe_count / size_split
     divisor = np.where(ops.recurrent, max(float(prof.seq_len or 1), 1.0), 1.0)
+    weight_pc = (ops.weight_elements if ops.weight_elements is not None
+                 else np.zeros(len(ops))) / tp_split
     name, op_class, phase, attn, norm = (ops.name, ops.op_class, ops.phase, ops.attention_core,
                                          ops.norm)
     appended = []
@@ -263,6 +294,7 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         # A cast reads 4 bytes an element and writes 2 (or the reverse): a third is written.
         # Accumulating into .grad writes in place.
         written_pc = np.append(written_pc, per_call / 3 if op_name == "amp.cast" else 0.0)
+        weight_pc = np.append(weight_pc, 0.0)
         count = np.append(count, calls)
         divisor = np.append(divisor, 1.0)
         name = np.append(name, op_name)
@@ -271,7 +303,7 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         attn = np.append(attn, False)
         norm = np.append(norm, False)
     return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm,
-                      written_per_call=written_pc)
+                      written_per_call=written_pc, weight_per_call=weight_pc)
 
 
 def grad_accumulation(prof: ModelProfile, ops: OpArrays,

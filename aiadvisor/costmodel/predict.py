@@ -225,7 +225,8 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
-                           work.flops_per_call / steps, op_dtypes) * steps * work.count
+                           work.flops_per_call / steps, op_dtypes,
+                           weight_elements=work.weight_per_call) * steps * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))

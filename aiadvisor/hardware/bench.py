@@ -39,6 +39,7 @@ from .calibrate import (
     LINEAR_SHAPES,
     RECURRENT_SHAPES,
     SKINNY_SHAPES,
+    WIDE_SHAPES,
     OpPoint,
     OptimizerPoint,
     cache_points,
@@ -63,7 +64,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 12
+_CACHE_VERSION = 13
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -663,7 +664,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     total_steps = len(config["precisions"]) * len(config["sizes"]) + 3
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
-                     + (len(LINEAR_SHAPES) + len(SKINNY_SHAPES)
+                     + (len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         total_steps += len(cold_grid(config["op_elements"])) + 1 if device.backend == "cpu" \

@@ -35,6 +35,19 @@ ATTENTION_SEQ = (64, 256, 1024)
 #: library makes for transposed operands) are timed apart; models' GEMMs are rarely square.
 LINEAR_SHAPES = ((256, 256, 256), (128, 512, 2048), (1024, 256, 1024), (512, 1024, 1024),
                  (2048, 1024, 256), (4096, 512, 512))
+#: Linear-layer GEMMs with large weights (tokens M, in K, out N; forward only, family
+#: ``gemm-forward-wide``): 8 M and 16 M weight elements, where :data:`LINEAR_SHAPES` have at most
+#: 1 M. Measured on the 2-core development CPU (bf16, inference): at 8.6 GFLOP a call, 3.2 ms
+#: with a 1 M-element weight and 4.4 ms with a 16 M-element one; at the 4096 x 4096 weight,
+#: 2.0 ms at M = 64 and 27.4 ms at M = 2048, about 1.2 ms a call beyond M times the per-row
+#: time: a fixed cost per call, in proportion to the weight's elements (as if the library
+#: repacked the right-hand operand on every call; a large activation operand, 16384 x 512,
+#: cost nothing extra); FP32 about 2.8 ms, 10 % of its 26 ms call. Timed
+#: cycling :data:`WIDE_CYCLE_BYTES` of weights, as the skinny grid. The cost model fits seconds
+#: per weight element from these over the linear grid's curve at the same FLOPs: there, about
+#: 120 ps in bf16 (60 ps looping over one matrix), 170 ps in FP32, 13 ps in FP16 (whose slow
+#: kernels run near the curve). 3.5 s of the calibration on that machine (three dtypes).
+WIDE_SHAPES = ((256, 2048, 4096), (256, 4096, 4096))
 #: Skinny linear-layer GEMMs (forward only), M x K x N with M = the tokens of one decode step
 #: (batch x 1): a CPU runs them far below the square-matmul rate at the same FLOPs (measured on
 #: the 2-core development machine: M=8 of 768 x 2304 at 33 GFLOP/s where a square n=241 of the
@@ -49,6 +62,11 @@ SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
 #: 140 MB decode step ran at the DRAM rates (7.1-7.7 ms at batch 1, 5.0 ms predicted from
 #: rates timed cycling 32 MB), so the grid is not timed on cached weights.
 SKINNY_CYCLE_BYTES = 512 * 2**20
+#: Bytes of weight matrices each large-weight timing (:data:`WIDE_SHAPES`) cycles through, for
+#: the same reason: a step reads each layer's weights once, after the other layers' (measured
+#: on the development CPU, bf16 MLP 1024-4096-4096-1024 at batch 256: 7.8 ms a step run in a
+#: loop, 9.7 ms run in turns with its FP32 copy, 9.2 ms after streaming 256 MiB of other data).
+WIDE_CYCLE_BYTES = 256 * 2**20
 #: Convolutions (batch, in channels, side, out channels, kernel), 2-D, stride 1, "same"
 #: padding, 57 MFLOP - 1.2 GFLOP a forward call: a 3-channel stem, 3x3 layers of 32-256
 #: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
@@ -112,6 +130,8 @@ class OpPoint:
     cycle_bytes: float = 0.0
     """Bytes of distinct operands the timing cycled through (skinny GEMMs), 0 where it reused
     one set."""
+    weight_elements: float = 0.0
+    """Elements of a linear GEMM's weight (its right-hand operand, ``K x N``); 0 elsewhere."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,10 +215,11 @@ def _attention_cases(torch: Any, seq: int, dev: str, f: Any) -> list[tuple[str, 
 def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=LINEAR_SHAPES, skinny=SKINNY_SHAPES,
-                  dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
-    """Forward and backward GEMMs of linear layers, and forward GEMMs of skinny ones (family
-    ``gemm-skinny``). A backward point stands for one of its two GEMM calls (2 M K N FLOPs, half
-    the measured time), as the profiler records them."""
+                  wide=WIDE_SHAPES, dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
+    """Forward and backward GEMMs of linear layers, forward GEMMs of ones with large weights
+    (family ``gemm-forward-wide``) and of skinny ones (family ``gemm-skinny``). A backward point
+    stands for one of its two GEMM calls (2 M K N FLOPs, half the measured time), as the
+    profiler records them."""
     points = []
     for dtype in dtypes:
         f = getattr(torch, dtype)
@@ -214,7 +235,7 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                               min_time_s=min_time_s)
             points.append(OpPoint(op="aten.addmm", family="gemm-forward",
                                   num_bytes=size * (m * k + k * n + n + m * n), flops=flops,
-                                  seconds=fwd, dtype=dtype))
+                                  seconds=fwd, dtype=dtype, weight_elements=float(k * n)))
             y = torch.nn.functional.linear(x, w)
             g = torch.randn_like(y)
             bwd = time_op(functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True),
@@ -223,6 +244,9 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                   num_bytes=size * (m * n + n * k + m * k), flops=flops,
                                   seconds=bwd / 2, dtype=dtype))
         points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                min_time_s=min_time_s, step=step, shapes=wide, dtype=dtype,
+                                cycle_bytes=WIDE_CYCLE_BYTES, family="gemm-forward-wide")
+        points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
                                 min_time_s=min_time_s, step=step, shapes=skinny, dtype=dtype)
     return points
 
@@ -230,18 +254,21 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
 def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=SKINNY_SHAPES, dtype: str = "float32",
-                  cycle_bytes: int = SKINNY_CYCLE_BYTES) -> list[OpPoint]:
-    """Skinny forward GEMMs (family ``gemm-skinny``) as a decode step runs them: each timing
-    cycles through ``cycle_bytes`` of distinct weight matrices (as a step reads each layer's
-    once, from DRAM) so that no call finds its weights in a cache, as a loop over one matrix
-    would; ``cycle_bytes`` records the cycle."""
+                  cycle_bytes: int = SKINNY_CYCLE_BYTES, family: str = "gemm-skinny"
+                  ) -> list[OpPoint]:
+    """Skinny forward GEMMs (family ``gemm-skinny``; or the large-weight ones, ``family=
+    "gemm-forward-wide"``) as a step runs them: each timing cycles through ``cycle_bytes`` of
+    distinct weight matrices (as a step reads each layer's once, from DRAM) so that no call
+    finds its weights in a cache, as a loop over one matrix would; ``cycle_bytes`` records
+    the cycle."""
     f = getattr(torch, dtype)
     size = torch.finfo(f).bits // 8
     points = []
     for m, k, n in shapes:
         step(f"linear {dtype} {m}x{k}x{n} cycling {cycle_bytes / 2**20:.0f} MiB")
         count = max(int(cycle_bytes // (size * k * n)), 2)
-        ws = [torch.randn(n, k, device=dev, dtype=f) for _ in range(count)]
+        first = torch.randn(n, k, device=dev, dtype=f)
+        ws = [first] + [first.clone() for _ in range(count - 1)]  # clones: faster than randn
         x = torch.randn(m, k, device=dev, dtype=f)
         b = torch.randn(n, device=dev, dtype=f)
 
@@ -251,11 +278,12 @@ def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
 
         with torch.no_grad():
             fwd = time_op(cycle, sync=sync, min_time_s=min_time_s) / count
-        points.append(OpPoint(op="aten.addmm", family="gemm-skinny",
+        points.append(OpPoint(op="aten.addmm", family=family,
                               num_bytes=size * (m * k + k * n + n + m * n),
                               flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
-                              cycle_bytes=float(count * size * k * n)))
-        del ws
+                              cycle_bytes=float(count * size * k * n),
+                              weight_elements=float(k * n)))
+        del ws, first
     return points
 
 

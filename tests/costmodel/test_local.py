@@ -482,3 +482,104 @@ def test_channels_last_convolutions_take_their_own_timed_rate():
     # A calibration without channels_last timings prices them as NCHW: no invented gain.
     old = LocalCalibration(conv={("conv-forward", "float32"): flat(0.2e12)})
     assert old.op_seconds(names, fams, nbytes, flops).tolist() == pytest.approx([5e-3, 5e-3])
+
+
+def test_large_weight_forward_gemms_pay_the_fitted_per_element_cost(monkeypatch):
+    # Linear grid (fp32): 1e9 FLOPs in 20 ms, 2e9 in 40 ms (50 GFLOP/s); its largest weight 1 M
+    # elements. Large-weight points: 5 M elements at 1e9 FLOPs in 20.4 ms (0.4 ms over the
+    # curve, 4 M elements beyond 1 M) and 9 M at 2e9 in 40.8 ms (0.8 ms, 8 M beyond): least
+    # squares through the origin, (4e6 * 0.4e-3 + 8e6 * 0.8e-3) / (4e6**2 + 8e6**2) = 100 ps
+    # an element.
+    from aiadvisor.costmodel import api
+    from aiadvisor.schema import ModuleRecord
+
+    def point(family, flops, seconds, weight):
+        return OpPoint(op="aten.addmm", family=family, num_bytes=1, flops=flops,
+                       seconds=seconds, weight_elements=weight)
+
+    result = dataclasses.replace(_benchmark(), ops=(
+        point("gemm-forward", 1e9, 20e-3, 0.25e6), point("gemm-forward", 2e9, 40e-3, 1e6),
+        point("gemm-forward-wide", 1e9, 20.4e-3, 5e6),
+        point("gemm-forward-wide", 2e9, 40.8e-3, 9e6)))
+    cal = LocalCalibration.from_benchmark(result, "fp32")
+    base, per_element = cal.gemm_weight["float32"]
+    assert base == 1e6 and per_element == pytest.approx(1e-10, rel=1e-9)
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    cpu = _local_cpu()
+
+    def linear(params, phase="forward"):
+        # One call of 1e9 FLOPs in module "m" with `params` parameters of its own, reading
+        # 68 MB (17 M fp32 elements: the weight and some input).
+        prof = make_profile([op("aten.addmm", "gemm", phase, flops=1e9, bytes_read=68e6,
+                                bytes_written=4e6)])
+        mod = ModuleRecord(name="m", type="Linear", depth=1, num_params=params,
+                           param_bytes=4 * params, flops_forward=1e9, flops_backward=0.0,
+                           bytes_forward=72e6, bytes_backward=0.0, activation_bytes=0)
+        return predict(dataclasses.replace(prof, modules=(mod,)), hardware=cpu,
+                       precision="fp32").step_time_s
+
+    # A 16 M-element weight: 20 ms on the curve + 100 ps x (16 M - 1 M) = 21.5 ms.
+    assert linear(16_000_000) == pytest.approx(21.5e-3, rel=1e-9)
+    # No more than the grid's largest weight, or no weight of its own: the curve alone.
+    assert linear(1_000_000) == pytest.approx(20e-3, rel=1e-9)
+    assert linear(0) == pytest.approx(20e-3, rel=1e-9)
+    # The weight is capped by what a call reads: 17 M elements -> 20 ms + 1.6 ms.
+    assert linear(40_000_000) == pytest.approx(21.6e-3, rel=1e-9)
+    # Backward GEMMs keep their own curve (no large-weight timing of them).
+    prof_bwd = make_profile([op("aten.mm", "gemm", "backward", flops=1e9, bytes_read=68e6)])
+    assert predict(prof_bwd, hardware=cpu, precision="fp32").step_time_s == pytest.approx(
+        predict(make_profile([op("aten.mm", "gemm", "backward", flops=1e9, bytes_read=1e6)]),
+                hardware=cpu, precision="fp32").step_time_s, rel=1e-9)
+
+
+def test_large_weight_fit_is_never_a_speedup_and_needs_weights_beyond_the_grid():
+    from aiadvisor.costmodel.local import fit_gemm_weight
+
+    curve = _curve([(1e9, 20e-3), (2e9, 40e-3)])
+
+    def wide(flops, seconds, weight):
+        return OpPoint(op="aten.addmm", family="gemm-forward-wide", num_bytes=1, flops=flops,
+                       seconds=seconds, weight_elements=weight)
+
+    # Faster than the curve (FP16 on the development CPU ran within 3 % of it): 0, not < 0.
+    assert fit_gemm_weight(curve, [wide(2e9, 39e-3, 9e6)], 1e6) == (1e6, 0.0)
+    # No point beyond the grid's largest weight: nothing to fit.
+    assert fit_gemm_weight(curve, [wide(2e9, 41e-3, 1e6)], 1e6) == (1e6, 0.0)
+    # One point: 2 ms over the curve, 10 M elements beyond 1 M -> 200 ps an element.
+    _, c = fit_gemm_weight(curve, [wide(2e9, 42e-3, 11e6)], 1e6)
+    assert c == pytest.approx(2e-10, rel=1e-9)
+    # A calibration without large-weight points prices no extra.
+    cal = LocalCalibration.from_benchmark(_benchmark(), "fp32")
+    assert cal.gemm_weight == {} and cal.gemm_weight_seconds(np.array([1e8]), "float32") == 0
+
+
+def test_gemm_weight_elements_come_from_the_module_s_own_parameters():
+    from aiadvisor.costmodel.ops import device_work, op_arrays
+    from aiadvisor.schema import ModuleRecord, OpRecord, ParallelConfig
+
+    def rec(module, name="aten.addmm", phase="forward", count=1, repeat=1):
+        return OpRecord(op=name, op_class="gemm", phase=phase, module=module,
+                        dtype="float32", count=count, flops=1e9, bytes_read=4e8 * count,
+                        bytes_written=0.0, repeat=repeat)
+
+    def mod(name, params):
+        return ModuleRecord(name=name, type="Linear", depth=1, num_params=params,
+                            param_bytes=4 * params, flops_forward=0.0, flops_backward=0.0,
+                            bytes_forward=0.0, bytes_backward=0.0, activation_bytes=0)
+
+    prof = dataclasses.replace(make_profile([
+        rec("fc"),                                   # 4096 x 4096 + bias: 16 781 312
+        rec("blocks.*.fc", count=4, repeat=4),       # one call per block: its own weight
+        rec("two", count=2),                         # two own matrices, two calls: half each
+        rec("fc", phase="backward"),                 # backward: not priced by weight
+        rec("attn", name="aten.bmm"),                # a batched GEMM of activations
+        rec("big"),                                  # more params than a call reads: capped
+    ]), modules=(mod("fc", 4096 * 4096 + 4096), mod("blocks.*.fc", 1024 * 1024),
+                 mod("two", 2 * 2048 * 2048), mod("attn", 1000), mod("big", 10**9)))
+    ops = op_arrays(prof)
+    assert list(ops.weight_elements) == [4096 * 4096 + 4096, 1024 * 1024, 2048 * 2048, 0, 0,
+                                         1e8]
+    # Tensor parallel splits each GEMM's weight over its ranks.
+    work = device_work(prof, ops, np.ones(len(ops)), 0.0,
+                       ParallelConfig(tp_degree=2))
+    assert work.weight_per_call[0] == (4096 * 4096 + 4096) / 2

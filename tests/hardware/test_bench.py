@@ -188,11 +188,18 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                                                                per_element * n2]
     # Linear layers on a CPU: forward (addmm) and backward (one point per mm of the pair), each
     # 2 M K N FLOPs a call.
-    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, SKINNY_SHAPES
+    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, SKINNY_SHAPES, WIDE_SHAPES
 
     for family in ("gemm-forward", "gemm-backward"):
         flops = sorted(p.flops for p in result.ops if p.family == family)
         assert flops == sorted(2.0 * m * k * n for m, k, n in LINEAR_SHAPES)
+    # Forward GEMMs with large weights (K x N elements recorded): 8 M and 16 M elements, where
+    # the linear grid's largest is 1 M (1024 x 1024).
+    wide = sorted((p.flops, p.weight_elements) for p in result.ops
+                  if p.family == "gemm-forward-wide")
+    assert wide == [(2.0 * 256 * 2048 * 4096, 2048 * 4096), (2.0 * 256 * 4096**2, 4096**2)]
+    assert max(p.weight_elements for p in result.ops if p.family == "gemm-forward") == 1024**2
+    assert len(WIDE_SHAPES) == 2
     # Convolutions: forward 2 N Cout H W Cin k^2 FLOPs ("same" padding, stride 1); the backward
     # (input and weight gradients) twice that.
     from aiadvisor.hardware.calibrate import CONV_SHAPES, RECURRENT_SHAPES, RECURRENT_STEPS
@@ -226,10 +233,12 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    # 23 grid ops at two sizes, addmm and mm of the linear layers, the skinny addmm, two
+    # 23 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
+    # skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
     # Convolutions: forward and backward, in NCHW and in channels_last.
-    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(SKINNY_SHAPES) + 4 * len(CONV_SHAPES)
+    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
+               + 4 * len(CONV_SHAPES)
                + 2 * len(RECURRENT_SHAPES) + 1)
     assert f"an op grid ({timings} timings of 30 ops)" in spec.notes
 
