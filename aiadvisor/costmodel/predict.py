@@ -23,7 +23,7 @@ from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 from .devices import DeviceArrays
-from .host import accelerator_host_s, cpu_host_extra_s, host_counts
+from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
 from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import DeviceWork, OpArrays, amp_cast_bytes, byte_factors, device_work
@@ -311,6 +311,77 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
             parts["memory"][:, d, large] += (work.count * written * per_byte)[large]
 
 
+#: A GEMM streaming at least this many bytes a call is a "streaming" op for the cache refill
+#: (:func:`_cpu_refill`): the smallest size :data:`~aiadvisor.hardware.host.REFILL_MIB` timed.
+REFILL_MIN_BYTES = 2**20
+#: Records :func:`~aiadvisor.costmodel.ops.device_work` appends after the traced ones (no
+#: place in the trace order).
+APPENDED_OPS = ("amp.cast", "grad.accumulate")
+
+
+def _cpu_refill(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                host_costs, counts: HostCounts, notes: list[str], *,
+                in_block: np.ndarray | None = None, num_blocks: int = 0) -> None:
+    """On a CPU with measured host costs: the small ops after GEMMs that streamed their
+    weights (and inputs) through the caches run cold, and pay the refill measured on this CPU
+    (:meth:`~aiadvisor.hardware.host.HostCosts.refill_seconds`) on top of the hot times the
+    calibration timed them at (in place, as overhead of the streaming GEMMs).
+
+    Records are walked in trace order, phase by phase. A run of consecutive streaming GEMM
+    records (e.g. the query, key and value projections) is one stream, as many times a step
+    as its first record is called. The host work that follows it is the seconds of the
+    non-streaming records up to the next run (appended casts left out), plus the step's module
+    calls and view ops spread evenly over all runs. What those ops lost from the caches is
+    what streamed since they last ran: inside repeated blocks (``in_block``, ``num_blocks``)
+    one block's streaming GEMMs (the same code ran one block earlier), outside them the
+    whole phase's; never less than the run itself. A decoder at batch 1 streams every layer's
+    weights between a few small ops and pays in full; a step of large ops pays little."""
+    stream = (work.op_class == "gemm") & (work.bytes_per_call >= REFILL_MIN_BYTES)
+    if not stream.any():
+        return
+    streamed = work.bytes_per_call * work.count
+    for d, spec in enumerate(devs.specs):
+        costs = host_costs[d] if host_costs else None
+        if spec.kind != "cpu" or costs is None or not costs.refill_us:
+            continue
+        op_s = sum(parts[k][1, d] for k in parts)
+        runs = []   # [row indices, calls, bytes a call, following seconds, bytes since]
+        for phase in ("forward", "backward"):
+            rows = np.flatnonzero(work.phase == phase)
+            phase_bytes = float(streamed[rows][stream[rows]].sum())
+            block_bytes = phase_bytes
+            if in_block is not None and num_blocks > 1:
+                block_bytes = float(streamed[rows][stream[rows] & in_block[rows]].sum()
+                                    ) / num_blocks
+            current, broken = None, True
+            for i in rows:
+                if stream[i]:
+                    if broken:
+                        since = block_bytes if in_block is not None and in_block[i] \
+                            and num_blocks > 1 else phase_bytes
+                        current, broken = [[], float(work.count[i]), 0.0, 0.0, since], False
+                        runs.append(current)
+                    current[0].append(i)
+                    current[2] += streamed[i] / current[1]
+                elif current is not None and work.name[i] not in APPENDED_OPS:
+                    current[3] += op_s[i]
+                    broken = True
+        gaps = sum(r[1] for r in runs)
+        fixed = (counts.module_calls * costs.module_us + counts.view_ops * costs.view_us) * 1e-6
+        total = 0.0
+        for rows, calls, nbytes, following, since in runs:
+            extra = float(costs.refill_seconds(max(nbytes, since),
+                                               following / calls + fixed / gaps)) * calls
+            # Charged to the run's records in proportion to their calls.
+            share = work.count[rows] / work.count[rows].sum()
+            parts["overhead"][:, d, rows] += extra * share
+            total += extra
+        if total > 0:
+            notes.append(f"cache refill after weight-streaming GEMMs ({gaps:.0f} stream(s) a "
+                         f"step): +{total * 1e3:.2g} ms, the small ops after each run cold "
+                         "(measured on this CPU after GEMVs of 1-32 MiB)")
+
+
 def _block_comm_size(prof: ModelProfile, ops: OpArrays, precision: str, notes: list[str]):
     """(bytes of one block output at the full batch in ``precision``, number of blocks)."""
     trace = DTYPE_BYTES.get(prof.compute_dtype, 4.0)
@@ -562,6 +633,10 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      if curves else None)
     _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs)
+    _cpu_refill(parts, work, devs, host_costs, host_counts(prof, work), notes,
+                in_block=np.concatenate([ops.stage == "block",
+                                         np.zeros(len(work.count) - len(ops), bool)]),
+                num_blocks=prof.num_blocks)
     mult = np.ones(len(work.count))
     if parallel.checkpointing == "full":
         # The blocks' forward runs twice (checkpoint wrappers go around the repeated blocks;

@@ -1,10 +1,13 @@
 """Host-side cost of eager PyTorch, measured on the attached CPU: what one op costs the Python
 thread beyond its kernel (dispatch), what autograd adds to a forward op (recording the node)
-and to the backward (running the node), and what an ``nn.Module`` call adds.
+and to the backward (running the node), and what an ``nn.Module`` call adds; also the loop
+of the default optimizer step, the page faults of fresh outputs, and the cache refill the
+small ops pay after a weight-streaming GEMM.
 
-Each figure is the median over a few repetitions of ``num_ops`` calls on a one-element tensor,
-whose kernel time is negligible, so the time is the host's. Measured once per process (about a
-tenth of a second) and kept; :func:`host_costs` returns the kept figures.
+Each per-op figure is the median over a few repetitions of ``num_ops`` calls on a one-element
+tensor, whose kernel time is negligible, so the time is the host's. Measured once per process
+(about 0.5 s on the development CPU, more in a process whose first torch ops these are) and
+kept; :func:`host_costs` returns the kept figures.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from dataclasses import dataclass
 #: zero-filled on first touch. Between 32 and 64 MiB it depends on what the heap kept (a 33 MiB
 #: clone in a loop faulted on every call on the development CPU).
 FRESH_OUTPUT_BYTES = 64 * 2**20
+
+#: Weight sizes (MiB) of the GEMVs after which :func:`_refill_us` times a block's small ops.
+REFILL_MIB = (1, 2, 4, 8, 16, 32)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,34 @@ class HostCosts:
     """Per MiB of a fresh output larger than :data:`FRESH_OUTPUT_BYTES`: what writing it costs
     beyond writing a reused buffer (the allocator maps new pages for it, and the kernel
     zero-fills each on first touch)."""
+
+    refill_us: tuple[tuple[float, float], ...] = ()
+    """(MiB of weights a GEMV streamed, extra microseconds): what the small ops of one
+    transformer block (:attr:`refill_block_us` when hot) cost beyond their hot time when they
+    run right after a GEMV that streamed that many MiB through the caches. The stream evicts
+    the host's own working set (Python, dispatcher and kernel code, tensor metadata), and the
+    ops that follow fetch it back. Empty when not measured."""
+    refill_block_us: float = 0.0
+    """The hot time of the block :attr:`refill_us` was timed on."""
+
+    def refill_seconds(self, streamed_bytes, following_s):
+        """Seconds the host work that follows a weight-streaming op pays to refill the caches:
+        :attr:`refill_us` interpolated at ``streamed_bytes`` (0 at 0, flat beyond the largest
+        size timed), times ``sqrt(following_s / refill_block_us)`` up to 1: less host work
+        after the stream than the timed block refills less of it, but not in proportion (the
+        first op back pays most). The square root is fitted on the development CPU, 16 MiB
+        streamed: 1, 2, 4, 8, 16 different one-token ops (hot 4.9, 6.1, 21, 27, 46 us) paid
+        +16, +20, +37, +46, +59 us, and the square root of their hot time over the block's
+        (45 us, +60) gives +20, +22, +41, +46, +60. Arrays broadcast."""
+        import numpy as np
+
+        if not self.refill_us or self.refill_block_us <= 0:
+            return np.zeros(np.broadcast(streamed_bytes, following_s).shape)
+        mib, us = zip(*((0.0, 0.0), *self.refill_us))
+        extra = np.interp(np.asarray(streamed_bytes, float) / 2**20, mib, us)
+        share = np.sqrt(np.minimum(np.asarray(following_s, float)
+                                   / (self.refill_block_us * 1e-6), 1.0))
+        return extra * 1e-6 * share
 
     def optimizer_us(self, name: str) -> float | None:
         """:attr:`optimizer_tensor_us` of ``name`` (Adam as AdamW); None when not measured."""
@@ -113,6 +147,7 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
     return HostCosts(dispatch_us=dispatch, autograd_us=autograd, backward_node_us=node,
                      module_us=module, view_us=view, optimizer_tensor_us=_optimizer_loop_us(),
                      fresh_us_per_mib=_fresh_output_us_per_mib(),
+                     **_refill(),
                      source=f"measured on this CPU (torch {torch.__version__}, {num_ops} "
                             "one-element ops, medians of 7-15 repetitions)")
 
@@ -128,6 +163,72 @@ def _fresh_output_us_per_mib(mib: int = 128, repeats: int = 5) -> float:
     reused = _median_us(lambda: dst.copy_(src), 1, repeats)
     fresh = _median_us(src.clone, 1, repeats)
     return max(fresh - reused, 0.0) / mib
+
+
+def _refill(hidden: int = 256, repeats: int = 15) -> dict:
+    """:attr:`HostCosts.refill_us` and :attr:`HostCosts.refill_block_us`: the small ops of a
+    decoder block at one token (a ``LayerNorm`` and a ``GELU`` module, an add, a view and a
+    transpose, a ``cat`` onto a 16-token key/value cache, SDPA, a ``Dropout`` module, a reshape;
+    ``hidden`` wide, no GEMM), timed hot (right after themselves) and right after a GEMV over
+    each of :data:`REFILL_MIB` MiB of weights (two weight tensors taken in turn, so each GEMV
+    streams its weights afresh, as a decoder's layers do): the fastest of ``repeats`` (another
+    process on the cores only adds time; medians read up to 14 ms on a loaded 2-core machine),
+    about 0.1 s and 64 MiB. Measured on the development CPU (2-core Xeon VM, 2 threads): hot
+    42-46 us; after 1, 2, 4, 8, 16, 32 MiB +0-4, +9-12, +30-34, +48-59, +58-64, +60-70 us
+    (five runs). A whole decoder block at one token (64 wide, 4 heads, a 16-token cache; hot
+    115 us) paid +5-10, +18-25, +48-51, +72-78, +83-87, +86-91 us. One op kind repeated
+    refills less (+9 us for 1 to 32 ``neg`` calls after 16 MiB); more distinct ops refill more
+    (+16, +37, +59 us for 1, 4, 16 different ops)."""
+    import torch
+    import torch.nn.functional as F
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(hidden)
+            self.act = torch.nn.GELU()
+            self.drop = torch.nn.Dropout(0.0)
+
+        def forward(self, x, cache):
+            h = self.act(self.norm(x)) + x
+            q = h.view(1, 1, 4, hidden // 4).transpose(1, 2)
+            kv = torch.cat([cache, q], dim=2)
+            out = F.scaled_dot_product_attention(q, kv, kv)
+            return self.drop(out.transpose(1, 2).reshape(1, 1, hidden))
+
+    block = Block().eval()
+    x, vec = torch.randn(1, 1, hidden), torch.randn(hidden)
+    cache = torch.randn(1, 4, 16, hidden // 4)
+
+    def run():
+        block(x, cache)
+
+    def timed_after(before) -> float:
+        times = []
+        for _ in range(repeats):
+            before()
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return min(times) * 1e6
+
+    with torch.no_grad():
+        run()
+        hot = timed_after(run)
+        points = []
+        for mib in REFILL_MIB:
+            weights = [torch.full((mib * 2**20 // 4 // hidden, hidden), 0.5) for _ in range(2)]
+            turn = iter(range(10**9))
+
+            def gemv(weights=weights, turn=turn):
+                torch.mv(weights[next(turn) % 2], vec)
+
+            gemv()
+            points.append((float(mib), max(timed_after(gemv) - hot, 0.0)))
+            del weights
+    # A larger stream never refills less: a dip is noise.
+    points = [(m, max(us for _, us in points[:i + 1])) for i, (m, _) in enumerate(points)]
+    return {"refill_us": tuple(points), "refill_block_us": hot}
 
 
 def _optimizer_loop_us(num_tensors: int = 64) -> tuple[tuple[str, float], ...]:

@@ -213,3 +213,102 @@ def test_measured_fresh_output_cost_is_positive_under_glibc():
     # A 128 MiB clone maps 32768 fresh 4 KiB pages; even a fast machine spends > 5 us a MiB
     # faulting and zeroing them (the development CPU: 150-180 us a MiB).
     assert costs.fresh_us_per_mib > 5
+
+
+def test_refill_seconds_interpolates_and_scales_by_the_host_work_that_follows():
+    import numpy as np
+
+    costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                      view_us=0.8, refill_us=((1.0, 10.0), (4.0, 40.0), (16.0, 100.0)),
+                      refill_block_us=50.0)
+    mib = 2**20
+    # 0.5 MiB: half-way from (0, 0) to (1, 10) = 5 us; 2.5 MiB: half-way 10 -> 40 = 25 us;
+    # 64 MiB: flat beyond the largest size = 100 us. 50 us of host work follows: the full block.
+    got = costs.refill_seconds(np.array([0.5, 2.5, 64.0]) * mib, 50e-6)
+    assert got.tolist() == pytest.approx([5e-6, 25e-6, 100e-6])
+    # 12.5 us follows: sqrt(12.5 / 50) = half the block's refill; more than the block: capped
+    # at the block's.
+    assert costs.refill_seconds(4 * mib, 12.5e-6) == pytest.approx(20e-6)
+    assert costs.refill_seconds(4 * mib, 500e-6) == pytest.approx(40e-6)
+    # Not measured: nothing.
+    bare = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                     view_us=0.8)
+    assert bare.refill_seconds(np.array([4.0 * mib]), 1e-3).tolist() == [0.0]
+
+
+def test_cpu_refill_charges_runs_of_streaming_gemms_by_hand():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from aiadvisor.costmodel.predict import _cpu_refill
+
+    mib = 2**20
+    # In trace order, inside two repeated blocks: two back-to-back streaming GEMMs (8 and 2
+    # MiB a call, 2 calls each: one run, twice), an elementwise op, a 16 MiB GEMM (a second
+    # run), a 0.5 MiB GEMM (below the 1 MiB floor: not streaming); outside the blocks a 4 MiB
+    # head GEMM (a third run, nothing after it); then the optimizer (another phase).
+    work = SimpleNamespace(
+        name=np.array(["aten.mm", "aten.mm", "aten.add", "aten.mm", "aten.mm", "aten.mm",
+                       "optimizer.adamw"], dtype=object),
+        op_class=np.array(["gemm", "gemm", "memory", "gemm", "gemm", "gemm", "optimizer"],
+                          dtype=object),
+        phase=np.array(["forward"] * 6 + ["optimizer"], dtype=object),
+        count=np.array([2.0, 2.0, 6.0, 2.0, 4.0, 1.0, 1.0]),
+        bytes_per_call=np.array([8.0, 2.0, 4.0, 16.0, 0.5, 4.0, 64.0]) * mib)
+    in_block = np.array([True] * 5 + [False, False])
+    costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                      view_us=0.8,
+                      refill_us=((1.0, 10.0), (4.0, 40.0), (16.0, 100.0), (32.0, 120.0)),
+                      refill_block_us=50.0)
+    counts = HostCounts(forward_ops=17, backward_ops=0, optimizer_ops=1, module_calls=6,
+                        view_ops=5)
+
+    def parts():
+        p = {k: np.zeros((3, 1, 7)) for k in ("compute", "memory", "overhead")}
+        p["memory"][1, 0] = [1e-3, 1e-4, 24e-6, 2e-3, 20e-6, 5e-4, 5e-3]
+        p["overhead"][1, 0] = [2e-6, 1e-6, 6e-6, 2e-6, 4e-6, 1e-6, 1e-6]
+        return p
+
+    cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")])
+    p, notes = parts(), []
+    _cpu_refill(p, work, cpu, [costs], counts, notes, in_block=in_block, num_blocks=2)
+    # Streamed in the blocks: 2 x 8 + 2 x 2 + 2 x 16 = 52 MiB, 26 MiB a block; in the whole
+    # forward, 56 MiB. Module calls and views: 6 x 2 + 5 x 0.8 = 16 us over 5 streams (2 + 2
+    # + 1 calls) = 3.2 us each.
+    # Run 1 (rows 0-1), 26 MiB since its followers last ran: 100 + 20 x 10/16 = 112.5 us of
+    # refill; followed by the add (30 us over 2 calls) + 3.2 us: x sqrt(18.2 / 50), twice,
+    # split between its two records by calls.
+    # Run 2 (row 3): also 112.5 us; followed by the small GEMM (24 us over 2) + 3.2 us.
+    # Run 3 (row 5, outside the blocks): 56 MiB since (flat beyond 32 MiB: 120 us); 3.2 us.
+    run1 = 2 * 112.5e-6 * (18.2 / 50) ** 0.5
+    run2 = 2 * 112.5e-6 * (15.2 / 50) ** 0.5
+    run3 = 120e-6 * (3.2 / 50) ** 0.5
+    got = p["overhead"][1, 0]
+    assert got[0] == pytest.approx(2e-6 + run1 / 2)
+    assert got[1] == pytest.approx(1e-6 + run1 / 2)
+    assert got[3] == pytest.approx(2e-6 + run2)
+    assert got[5] == pytest.approx(1e-6 + run3)
+    assert got[[2, 4, 6]].tolist() == pytest.approx([6e-6, 4e-6, 1e-6])
+    assert len(notes) == 1 and "5 stream(s)" in notes[0]
+    # Without blocks, every run lost what the whole forward streamed (56 MiB: 120 us).
+    p = parts()
+    _cpu_refill(p, work, cpu, [costs], counts, [])
+    assert p["overhead"][1, 0, 3] == pytest.approx(2e-6 + 2 * 120e-6 * (15.2 / 50) ** 0.5)
+    # An accelerator (or a CPU without measured refill) is left alone.
+    gpu = SimpleNamespace(specs=[SimpleNamespace(kind="gpu")])
+    p = parts()
+    _cpu_refill(p, work, gpu, [costs], counts, [], in_block=in_block, num_blocks=2)
+    assert all((p[k] == parts()[k]).all() for k in p)
+
+
+def test_measured_refill_after_a_large_stream_is_positive():
+    costs = measure_host_costs(num_ops=50)
+    mib, us = zip(*costs.refill_us)
+    assert mib == (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    assert costs.refill_block_us > 0
+    # Never less after a larger stream (kept monotone), and a 32 MiB GEMV evicts any core's
+    # L2 (at most a few MiB on current CPUs): the block then pays something to refetch its
+    # working set (the development CPU: about +100 us on a 45-51 us block).
+    assert list(us) == sorted(us)
+    assert us[-1] > 0
