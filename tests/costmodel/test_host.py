@@ -272,6 +272,7 @@ def test_cpu_refill_charges_runs_of_streaming_gemms_by_hand():
 
     cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")])
     p, notes = parts(), []
+    p["overhead"][0, 0] = p["overhead"][2, 0] = p["overhead"][1, 0]
     _cpu_refill(p, work, cpu, [costs], counts, notes, in_block=in_block, num_blocks=2)
     # Streamed in the blocks: 2 x 8 + 2 x 2 + 2 x 16 = 52 MiB, 26 MiB a block; in the whole
     # forward, 56 MiB. Module calls and views: 6 x 2 + 5 x 0.8 = 16 us over 5 streams (2 + 2
@@ -290,6 +291,9 @@ def test_cpu_refill_charges_runs_of_streaming_gemms_by_hand():
     assert got[3] == pytest.approx(2e-6 + run2)
     assert got[5] == pytest.approx(1e-6 + run3)
     assert got[[2, 4, 6]].tolist() == pytest.approx([6e-6, 4e-6, 1e-6])
+    # P10 and P90: half and one and a half times the refill.
+    assert p["overhead"][0, 0, 3] == pytest.approx(2e-6 + 0.5 * run2)
+    assert p["overhead"][2, 0, 3] == pytest.approx(2e-6 + 1.5 * run2)
     assert len(notes) == 1 and "5 stream(s)" in notes[0]
     # Without blocks, every run lost what the whole forward streamed (56 MiB: 120 us).
     p = parts()
