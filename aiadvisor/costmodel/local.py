@@ -64,6 +64,7 @@ FP32 ones, so halving the bytes would halve the time wrongly).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -131,7 +132,15 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
         return "attention-cache" if name.endswith(CACHE_SUFFIX) else "attention"
     if op_class == "embedding":
         return "embedding"
-    return _FAMILY_OF.get(name.removesuffix(CACHE_SUFFIX), "elementwise")
+    # Record suffixes ("[cache]", a max pool's "[3x3]", "[channels_last]") name variants of
+    # the op: the family is the bare op's.
+    return _FAMILY_OF.get(name.split("[", 1)[0], "elementwise")
+
+
+#: A forward max pool record: aten name, its window where not 2 x 2 (``[KxK]``, see
+#: :func:`aiadvisor.profiler.opinfo.record_suffix`), its layout where channels_last.
+_MAX_POOL = re.compile(r"^(aten\.max_pool2d_with_indices)(?:\[(\d+)x(\d+)\])?"
+                       r"(\[channels_last\])?$")
 
 
 @dataclass(frozen=True)
@@ -297,6 +306,11 @@ class LocalCalibration:
                                                        bytes_per_call[rows])
                         break
                 continue
+            if fam == "pool":
+                pooled = self._max_pool_seconds(key, dtype, bytes_per_call[rows])
+                if pooled is not None:
+                    out[rows] = pooled
+                    continue
             work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
             tries = [dtype] if fam.startswith("gemm-") else list(dict.fromkeys((dtype,
                                                                                 "float32")))
@@ -324,6 +338,33 @@ class LocalCalibration:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype)
         return out
+
+    def _max_pool_seconds(self, name: str, dtype: str,
+                          num_bytes: np.ndarray) -> np.ndarray | None:
+        """Seconds per call of a forward max pool (None: not one, or nothing timed): the
+        grid's curve of its layout (channels_last, else NCHW) in its dtype (else FP32), at
+        its bytes, for its window. The grid times 2 x 2 and 3 x 3 windows; another window
+        ``kh x kw`` takes ``t2 + (t3 - t2) x (kh kw - 4) / 5`` (time grows with the elements
+        each output compares; floored at half the smaller), a calibration without a 3 x 3
+        timing the 2 x 2 one."""
+        m = _MAX_POOL.match(name)
+        if m is None:
+            return None
+        base, layout = m.group(1), m.group(4) or ""
+        window = int(m.group(2) or 2) * int(m.group(3) or 2)
+        for lay in dict.fromkeys((layout, "")):
+            for dt in dict.fromkeys((dtype, "float32")):
+                two = self.curves.get((base + lay, dt))
+                if two is None:
+                    continue
+                t2 = two.seconds(num_bytes)
+                three = self.curves.get((base + "[3x3]" + lay, dt))
+                if three is None or window == 4:
+                    return t2
+                t3 = three.seconds(num_bytes)
+                return np.maximum(t2 + (t3 - t2) * (window - 4) / 5.0,
+                                  0.5 * np.minimum(t2, t3))
+        return None
 
     def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
                       num_bytes: np.ndarray) -> np.ndarray:

@@ -207,8 +207,24 @@ def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarra
         share = _forward_weight_share(prof, ops)
         mixed = ((1 - share) * GEMM_ACT_BYTES[precision] + share * WEIGHT_BYTES[precision]) / trace
         factor = np.where(ops.gemm_like & (ops.phase == "forward"), mixed, factor)
+    indices = pool_index_bytes(ops)
+    if indices.any():
+        # A forward max pool's int64 indices keep their size at any precision: only the rest
+        # of its bytes scale.
+        total = np.maximum(ops.bytes_total, 1.0)
+        factor = np.where(indices > 0, (factor * (ops.bytes_total - indices) + indices) / total,
+                          factor)
     factor = np.where(ops.phase == "optimizer", 1.0, factor)
     return np.where(ops.trace_bytes_per_element > 0, factor, 1.0)
+
+
+def pool_index_bytes(ops: OpArrays) -> np.ndarray:
+    """Per op, the bytes of a forward max pool's second output, its int64 indices (8 bytes
+    per output element beside the output's own ``trace_bytes_per_element``); 0 elsewhere."""
+    pool = np.array([str(n).split("[", 1)[0] == "aten.max_pool2d_with_indices"
+                     for n in ops.name], dtype=bool) & (ops.trace_bytes_per_element > 0)
+    trace = np.where(ops.trace_bytes_per_element > 0, ops.trace_bytes_per_element, 1.0)
+    return np.where(pool, (ops.bytes_total - ops.bytes_read) * 8.0 / (8.0 + trace), 0.0)
 
 
 #: Extra memory traffic of autocast training per byte of forward-GEMM operands in an FP32 trace:

@@ -26,7 +26,14 @@ from .devices import DeviceArrays
 from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
 from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
-from .ops import DeviceWork, OpArrays, amp_cast_bytes, byte_factors, device_work
+from .ops import (
+    DeviceWork,
+    OpArrays,
+    amp_cast_bytes,
+    byte_factors,
+    device_work,
+    pool_index_bytes,
+)
 from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
 
 _QUANTILE_SIGN = np.array([-1.0, 0.0, 1.0])  # P10, P50, P90
@@ -560,6 +567,11 @@ def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np
     """The dtype each op runs in at ``precision``: its traced element size times its byte
     factor (4 -> float32, 2 -> the precision's 16-bit type; anything else, e.g. FP8 GEMMs or
     integer outputs, "other"). Ops appended after the records (AMP casts) count as float32."""
+    # A max pool's factor blends its int64 indices in: its dtype is its other bytes'.
+    idx = pool_index_bytes(ops)
+    rest = np.maximum(ops.bytes_total - idx, 1.0)
+    factors = np.where(idx > 0, (factors[:len(ops)] * ops.bytes_total - idx) / rest,
+                       factors[:len(ops)])
     elem = ops.trace_bytes_per_element * factors
     half = "float16" if precision == "fp16" else "bfloat16"
     dtypes = np.where(np.isclose(elem, 4.0), "float32",

@@ -24,6 +24,7 @@ from .opinfo import (
     METADATA_OPS,
     VIEW_PACKETS,
     op_class,
+    record_suffix,
 )
 
 aten = torch.ops.aten
@@ -411,7 +412,7 @@ class Recorder(TorchDispatchMode):
         else:
             flops = 0
         dtype = str(out_tensors[0].dtype).removeprefix("torch.") if out_tensors else "none"
-        key = (module, self.phase, str(packet))
+        key = (module, self.phase, str(packet) + record_suffix(packet, args))
         agg = self.aggs.get(key)
         if agg is None:
             agg = self.aggs[key] = Agg(op_class=op_class(packet), dtype=dtype)

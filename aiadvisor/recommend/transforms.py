@@ -200,13 +200,14 @@ def with_extra_ops(prof: ModelProfile, extra: list[OpRecord]) -> ModelProfile:
 
 
 def channels_last_convs(prof: ModelProfile) -> ModelProfile:
-    """The convolutions with channels_last (NHWC) tensors: records renamed
-    ``<op>[channels_last]``, which a benchmarked CPU prices from the convolutions its grid
-    timed in that layout (elsewhere they cost what they did)."""
+    """The convolutions and forward max pools with channels_last (NHWC) tensors: records
+    renamed ``<op>[channels_last]``, which a benchmarked CPU prices from the convolutions and
+    pools its grid timed in that layout (elsewhere they cost what they did)."""
     from ..hardware.calibrate import CHANNELS_LAST_SUFFIX
 
     def to_nhwc(op: OpRecord) -> OpRecord:
-        if op.op_class != "conv" or op.op.endswith(CHANNELS_LAST_SUFFIX):
+        pool = op.op.split("[", 1)[0] == "aten.max_pool2d_with_indices"
+        if not (op.op_class == "conv" or pool) or op.op.endswith(CHANNELS_LAST_SUFFIX):
             return op
         return dataclasses.replace(op, op=op.op + CHANNELS_LAST_SUFFIX)
 

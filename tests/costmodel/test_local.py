@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from aiadvisor.costmodel import predict
 from aiadvisor.costmodel.local import (
@@ -583,3 +584,98 @@ def test_gemm_weight_elements_come_from_the_module_s_own_parameters():
     work = device_work(prof, ops, np.ones(len(ops)), 0.0,
                        ParallelConfig(tp_degree=2))
     assert work.weight_per_call[0] == (4096 * 4096 + 4096) / 2
+
+
+# -- max pools: window and layout ----------------------------------------------------------------
+
+def _pool_curve(seconds_at_1mb: float):
+    """A curve linear in bytes: ``seconds_at_1mb`` per 1e6 bytes (two timed sizes)."""
+    from aiadvisor.costmodel.local import SizeCurve
+
+    return SizeCurve(log_work=np.log([1e6, 1e7]),
+                     log_seconds=np.log([seconds_at_1mb, 10 * seconds_at_1mb]), floor_s=1e-6)
+
+
+def test_profile_names_a_max_pool_window_other_than_two_by_two():
+    import aiadvisor as aa
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.MaxPool2d(3, 2, 1),
+                              torch.nn.MaxPool2d(2), torch.nn.MaxPool2d((1, 3)))
+    prof = aa.profile(net, torch.randn(2, 3, 32, 32), mode="infer", scaling=False)
+    pools = sorted(o.op for o in prof.ops if "max_pool" in o.op)
+    assert pools == ["aten.max_pool2d_with_indices", "aten.max_pool2d_with_indices[1x3]",
+                     "aten.max_pool2d_with_indices[3x3]"]
+    assert {o.op_class for o in prof.ops if "max_pool" in o.op} == {"memory"}
+    from aiadvisor.costmodel.local import op_family
+
+    assert op_family("aten.max_pool2d_with_indices[3x3][channels_last]", "memory") == "pool"
+
+
+def test_max_pool_seconds_by_window_and_layout_by_hand():
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    base = "aten.max_pool2d_with_indices"
+    cal = LocalCalibration(curves={
+        (base, "float32"): _pool_curve(1e-3),             # 2 x 2: 1 ms per MB
+        (base + "[3x3]", "float32"): _pool_curve(1.5e-3),  # 3 x 3: 1.5 ms per MB
+        (base + "[channels_last]", "float32"): _pool_curve(0.1e-3),
+        (base + "[3x3][channels_last]", "float32"): _pool_curve(0.2e-3),
+    })
+    mb = np.array([2e6])
+
+    def t(name, dtype="float32"):
+        return float(cal._max_pool_seconds(name, dtype, mb)[0])
+
+    assert t(base) == pytest.approx(2e-3)
+    assert t(base + "[3x3]") == pytest.approx(3e-3)
+    # 5 x 5: 2 ms + (3 - 2) ms x (25 - 4) / 5 = 6.2 ms; 1 x 2 (2 elements): 2 - 1 x 2/5 =
+    # 1.6 ms; 1 x 1: 2 - 3/5 = 1.4 ms, above the floor of half the smaller (1 ms).
+    assert t(base + "[5x5]") == pytest.approx(6.2e-3)
+    assert t(base + "[1x2]") == pytest.approx(1.6e-3)
+    assert t(base + "[1x1]") == pytest.approx(1.4e-3)
+    # channels_last: its own curves; BF16 without a curve of its own takes FP32's.
+    assert t(base + "[3x3][channels_last]", "bfloat16") == pytest.approx(0.4e-3)
+    assert t(base + "[5x5][channels_last]") == pytest.approx(0.2e-3 + 0.2e-3 * 21 / 5)
+    assert cal._max_pool_seconds("aten.max_pool2d_with_indices_backward", "float32", mb) is None
+    # An older calibration: no channels_last pool (NCHW's time, no layout gain) and no 3 x 3
+    # (the 2 x 2 time whatever the window).
+    old = LocalCalibration(curves={(base, "float32"): _pool_curve(1e-3)})
+    assert float(old._max_pool_seconds(base + "[3x3][channels_last]", "float32", mb)[0]) \
+        == pytest.approx(2e-3)
+    # Through op_seconds, as the cost model calls it (family "pool").
+    got = cal.op_seconds(np.array([base + "[5x5]"], dtype=object),
+                         np.array(["pool"], dtype=object), mb, np.zeros(1))
+    assert float(got[0]) == pytest.approx(6.2e-3)
+
+
+def test_max_pool_indices_keep_their_size_in_16_bit():
+    import aiadvisor as aa
+    from aiadvisor.costmodel.ops import byte_factors, op_arrays, pool_index_bytes
+    from aiadvisor.costmodel.predict import _op_dtypes
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.MaxPool2d(2))
+    prof = aa.profile(net, torch.randn(4, 3, 32, 32), mode="infer", scaling=False)
+    ops = op_arrays(prof)
+    i = list(ops.name).index("aten.max_pool2d_with_indices")
+    # FP32 trace, 2 x 2 / 2 pool on 4 x 8 x 32 x 32: per output element 16 B read, a 4 B
+    # output and an 8 B int64 index: indices are 8 / 12 of the bytes written.
+    out_elements = 4 * 8 * 16 * 16
+    assert ops.bytes_read[i] == pytest.approx(16 * out_elements)
+    assert pool_index_bytes(ops)[i] == pytest.approx(8 * out_elements)
+    # In BF16: 8 + 2 + 8 = 18 of the FP32 28 bytes; the op still runs in bfloat16.
+    factors = byte_factors(prof, ops, "bf16")
+    assert factors[i] == pytest.approx(18 / 28)
+    assert _op_dtypes(ops, factors, "bf16", len(ops))[i] == "bfloat16"
+    assert factors[list(ops.name).index("aten.convolution")] == pytest.approx(0.5)
+
+
+def test_channels_last_transform_renames_convolutions_and_forward_max_pools():
+    import aiadvisor as aa
+    from aiadvisor.recommend import transforms
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.MaxPool2d(3, 2, 1))
+    prof = aa.profile(net, torch.randn(2, 3, 16, 16), mode="train", scaling=False)
+    names = {o.op for o in transforms.channels_last_convs(prof).ops}
+    assert {"aten.convolution[channels_last]",
+            "aten.max_pool2d_with_indices[3x3][channels_last]",
+            "aten.max_pool2d_with_indices_backward"} <= names
