@@ -177,8 +177,16 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
         if not p.family.startswith(("gemm-", "conv-", "recurrent")):
             by_op.setdefault(p.op, []).append(p)
         assert p.seconds > 0
-    # Every op of the grid at both sizes; no attention (16 x 64 x 64 > 4096 elements).
-    assert all(len(v) == 2 for v in by_op.values()) and len(by_op) == 23
+    # Every op of the grid at both sizes; no attention (16 x 64 x 64 > 4096 elements). Max
+    # pools in two windows and two layouts, named as a profile names them.
+    assert all(len(v) == 2 for v in by_op.values()) and len(by_op) == 26
+    pool = "aten.max_pool2d_with_indices"
+    assert {pool, pool + "[3x3]", pool + "[channels_last]",
+            pool + "[3x3][channels_last]"} <= set(by_op)
+    # 2 x 2 / 2 pool of 1 x 64 x 4 x 4 (n1 = 1 K elements): 4 KiB read, 1 x 64 x 2 x 2 FP32
+    # outputs (1 KiB) and int64 indices (2 KiB); 3 x 3 / 2 / pad 1: the same output shape.
+    assert min(p.num_bytes for p in by_op[pool]) == 4096 + 1024 + 2048
+    assert min(p.num_bytes for p in by_op[pool + "[3x3]"]) == 4096 + 1024 + 2048
     assert not any(p.family == "attention" for p in result.ops)
     # fp32: add reads two tensors and writes one (12 bytes an element), gelu reads one and
     # writes one (8), gelu_backward reads two and writes one (12); cat of two -> 16.
@@ -233,14 +241,16 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    # 23 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
+    # 26 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
     # skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
-    # Convolutions: forward and backward, in NCHW and in channels_last.
-    timings = (2 * 23 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
+    # Convolutions: forward and backward, in NCHW and in channels_last. Distinct names: the
+    # 26, addmm, mm, convolution and its backward, the LSTM layer and its backward, the first
+    # touch: 33.
+    timings = (2 * 26 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
                + 4 * len(CONV_SHAPES)
                + 2 * len(RECURRENT_SHAPES) + 1)
-    assert f"an op grid ({timings} timings of 30 ops)" in spec.notes
+    assert f"an op grid ({timings} timings of 33 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
