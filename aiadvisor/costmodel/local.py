@@ -69,7 +69,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware.calibrate import CACHE_SUFFIX, CHANNELS_LAST_SUFFIX, COLD_SUFFIX
+from ..hardware.calibrate import (
+    CACHE_SUFFIX,
+    CHANNELS_LAST_SUFFIX,
+    COLD_SUFFIX,
+    CONV_CALL_SUFFIX,
+)
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 
 #: Family of ops by aten name (for ops the calibration grid did not time itself). Ops of class
@@ -190,6 +195,10 @@ class LocalCalibration:
     each op timed on cold inputs (FP32), by increasing bytes."""
     first_touch_s_per_byte: float = 0.0
     """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
+    conv_call: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(conv family, dtype) -> seconds one call costs whatever its size (a 256-MAC
+    convolution timed; the rates in :attr:`conv` are of the work beyond it). Empty in a
+    calibration from before it was timed."""
     gemm_weight: dict[str, tuple[float, float]] = field(default_factory=dict)
     """dtype -> (weight elements of the linear grid's largest forward GEMM, extra seconds per
     weight element beyond it), from :func:`fit_gemm_weight`."""
@@ -231,6 +240,8 @@ class LocalCalibration:
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        conv_points: list = []
+        conv_call: dict[tuple[str, str], float] = {}
         wide: dict[str, list] = {}
         first_touch = 0.0
         for p in result.ops:
@@ -252,8 +263,10 @@ class LocalCalibration:
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
                 continue
             if p.family.startswith("conv-"):
-                conv.setdefault((p.family, dtype), []).append(
-                    (np.log(p.flops / max(p.num_bytes, 1.0)), np.log(p.flops / p.seconds)))
+                if p.family.endswith(CONV_CALL_SUFFIX):
+                    conv_call[(p.family.removesuffix(CONV_CALL_SUFFIX), dtype)] = p.seconds
+                else:
+                    conv_points.append((p.family, dtype, p))
                 continue
             by_key.setdefault((p.op, dtype), []).append((work, p.seconds))
             if p.op.endswith(COLD_SUFFIX):  # a slowdown over the hot curves, not a family member
@@ -261,6 +274,11 @@ class LocalCalibration:
             ops = family_ops.setdefault((p.family, dtype), [])
             if p.op not in ops:
                 ops.append(p.op)
+        for fam, dtype, p in conv_points:
+            # The rate of the work beyond the per-call time (at least a quarter of the call).
+            seconds = max(p.seconds - conv_call.get((fam, dtype), 0.0), 0.25 * p.seconds)
+            conv.setdefault((fam, dtype), []).append(
+                (np.log(p.flops / max(p.num_bytes, 1.0)), np.log(p.flops / seconds)))
         curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
         weight = {}
         for dtype, pts in wide.items():
@@ -276,6 +294,7 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
+                   conv_call=conv_call,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
                    gemm_weight=weight)
 
@@ -368,11 +387,13 @@ class LocalCalibration:
 
     def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
                       num_bytes: np.ndarray) -> np.ndarray:
-        """Seconds per call of convolutions at the rate timed at their intensity."""
+        """Seconds per call of convolutions: the per-call time timed for the family and
+        dtype plus the work at the rate timed at their intensity."""
         log_i, log_rate = self.conv[(fam, dtype)]
         f = np.maximum(np.asarray(flops, float), 1.0)
         b = np.maximum(np.asarray(num_bytes, float), 1.0)
-        seconds = f / np.exp(np.interp(np.log(f / b), log_i, log_rate))
+        seconds = (f / np.exp(np.interp(np.log(f / b), log_i, log_rate))
+                   + self.conv_call.get((fam, dtype), 0.0))
         if self.bw_gbs:
             seconds = np.maximum(seconds, b / (self.bw_gbs * 1e9))
         return seconds

@@ -485,6 +485,31 @@ def test_channels_last_convolutions_take_their_own_timed_rate():
     assert old.op_seconds(names, fams, nbytes, flops).tolist() == pytest.approx([5e-3, 5e-3])
 
 
+def test_convolutions_pay_the_timed_per_call_cost_on_top_of_the_rate():
+    from types import SimpleNamespace
+
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    # Grid: two BF16 convolutions, 1e9 FLOPs in 1.05 ms at 100 FLOP/byte and 2e9 in 2.05 ms
+    # at 200; the per-call time (a 256-MAC convolution) 50 us. The rates are of the work
+    # beyond the call: 1e9 / 1.0 ms = 1 TFLOP/s at both intensities.
+    def conv(flops, nbytes, seconds, family="conv-forward"):
+        return OpPoint(op="aten.convolution", family=family, num_bytes=nbytes, flops=flops,
+                       seconds=seconds, dtype="bfloat16")
+
+    result = SimpleNamespace(
+        curve=lambda precision: [], launch_overhead_us=2.0, optimizer=[], memory_bw_gbs=None,
+        date="", ops=[conv(1e9, 1e7, 1.05e-3), conv(2e9, 1e7, 2.05e-3),
+                      conv(2048.0, 640.0, 50e-6, family="conv-forward-call")])
+    cal = LocalCalibration.from_benchmark(result, "bf16")
+    assert cal.conv_call == {("conv-forward", "bfloat16"): pytest.approx(50e-6)}
+    # A small convolution (1e7 FLOPs at 100 FLOP/byte): 10 us of work + 50 us a call.
+    got = cal.op_seconds(np.array(["aten.convolution"], dtype=object),
+                         np.array(["conv-forward"], dtype=object), np.array([1e5]),
+                         np.array([1e7]), np.array(["bfloat16"], dtype=object))
+    assert float(got[0]) == pytest.approx(60e-6)
+
+
 def test_large_weight_forward_gemms_pay_the_fitted_per_element_cost(monkeypatch):
     # Linear grid (fp32): 1e9 FLOPs in 20 ms, 2e9 in 40 ms (50 GFLOP/s); its largest weight 1 M
     # elements. Large-weight points: 5 M elements at 1e9 FLOPs in 20.4 ms (0.4 ms over the

@@ -220,6 +220,11 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
         sorted(2 * f for f in conv)
     assert {p.op for p in result.ops if p.family.startswith("conv-")} == {
         "aten.convolution", "aten.convolution_backward"}
+    # The per-call points: a 1 x 8 x 4 x 4 -> 8, 1 x 1 convolution, 2 x 8 x 8 x 16 = 2048
+    # FLOPs forward, twice that backward, in each layout.
+    calls = sorted((p.family, p.flops) for p in result.ops if p.family.endswith("-call"))
+    assert calls == [("conv-backward-call", 4096.0), ("conv-backward-cl-call", 4096.0),
+                     ("conv-forward-call", 2048.0), ("conv-forward-cl-call", 2048.0)]
     # LSTM layers per step: the input and hidden GEMMs, 2 x batch x 4h x (h + h) FLOPs forward,
     # twice that backward; one point each per shape.
     rec = sorted(p.flops for p in result.ops if p.family == "recurrent")
@@ -244,11 +249,12 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 26 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
     # skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
-    # Convolutions: forward and backward, in NCHW and in channels_last. Distinct names: the
+    # Convolutions: forward and backward, in NCHW and in channels_last, and the 256-MAC one
+    # timed for the per-call cost (families ``...-call``). Distinct names: the
     # 26, addmm, mm, convolution and its backward, the LSTM layer and its backward, the first
     # touch: 33.
     timings = (2 * 26 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
-               + 4 * len(CONV_SHAPES)
+               + 4 * (len(CONV_SHAPES) + 1)
                + 2 * len(RECURRENT_SHAPES) + 1)
     assert f"an op grid ({timings} timings of 33 ops)" in spec.notes
 
