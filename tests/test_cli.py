@@ -63,7 +63,7 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     # 26 memory-bound ops at one size (max pools in 2 windows x 2 layouts among them) + 6
     # linear shapes x (forward, backward) + 2 large-weight
     # linear shapes and 7 skinny (decode-step) shapes, forward only + 6 convolutions and a
-    # 256-MAC one (the per-call time) in 2 layouts (NCHW, channels_last) and 4 LSTM layers x
+    # 1,024-MAC one (the per-call time) in 2 layouts (NCHW, channels_last) and 4 LSTM layers x
     # (forward, backward) + the first touch
     # of a fresh 128 MiB buffer; no decode-cache points with a 1 K-element grid.
     assert len(data["ops"]) == 26 + 12 + 2 + 7 + 28 + 8 + 1 and len(data["optimizer"]) == 9

@@ -196,7 +196,7 @@ class LocalCalibration:
     first_touch_s_per_byte: float = 0.0
     """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
     conv_call: dict[tuple[str, str], float] = field(default_factory=dict)
-    """(conv family, dtype) -> seconds one call costs whatever its size (a 256-MAC
+    """(conv family, dtype) -> seconds one call costs whatever its size (a 1,024-MAC
     convolution timed; the rates in :attr:`conv` are of the work beyond it). Empty in a
     calibration from before it was timed."""
     gemm_weight: dict[str, tuple[float, float]] = field(default_factory=dict)

@@ -347,8 +347,8 @@ def _cpu_refill(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArra
     what streamed since they last ran: inside repeated blocks (``in_block``, ``num_blocks``)
     one block's streaming GEMMs (the same code ran one block earlier), outside them the
     whole phase's; never less than the run itself. P10 and P90 take :data:`REFILL_BAND` of
-    it. A decoder at batch 1 streams every layer's
-    weights between a few small ops and pays in full; a step of large ops pays little."""
+    it. A decoder at batch 1 streams every layer's weights between a few small ops and pays
+    in full; a step of large ops pays little."""
     stream = (work.op_class == "gemm") & (work.bytes_per_call >= REFILL_MIN_BYTES)
     if not stream.any():
         return

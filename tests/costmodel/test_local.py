@@ -491,7 +491,7 @@ def test_convolutions_pay_the_timed_per_call_cost_on_top_of_the_rate():
     from aiadvisor.costmodel.local import LocalCalibration
 
     # Grid: two BF16 convolutions, 1e9 FLOPs in 1.05 ms at 100 FLOP/byte and 2e9 in 2.05 ms
-    # at 200; the per-call time (a 256-MAC convolution) 50 us. The rates are of the work
+    # at 200; the per-call time (a 1,024-MAC convolution) 50 us. The rates are of the work
     # beyond the call: 1e9 / 1.0 ms = 1 TFLOP/s at both intensities.
     def conv(flops, nbytes, seconds, family="conv-forward"):
         return OpPoint(op="aten.convolution", family=family, num_bytes=nbytes, flops=flops,

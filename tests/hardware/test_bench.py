@@ -249,7 +249,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 26 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
     # skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
-    # Convolutions: forward and backward, in NCHW and in channels_last, and the 256-MAC one
+    # Convolutions: forward and backward, in NCHW and in channels_last, and the 1,024-MAC one
     # timed for the per-call cost (families ``...-call``). Distinct names: the
     # 26, addmm, mm, convolution and its backward, the LSTM layer and its backward, the first
     # touch: 33.
