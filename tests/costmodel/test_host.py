@@ -307,7 +307,10 @@ def test_cpu_refill_charges_runs_of_streaming_gemms_by_hand():
 
 
 def test_measured_refill_after_a_large_stream_is_positive():
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
     costs = measure_host_costs(num_ops=50)
+    assert torch.equal(torch.get_rng_state(), state)   # the user's random state is untouched
     mib, us = zip(*costs.refill_us)
     assert mib == (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
     assert costs.refill_block_us > 0
