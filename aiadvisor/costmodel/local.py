@@ -74,6 +74,8 @@ from ..hardware.calibrate import (
     CHANNELS_LAST_SUFFIX,
     COLD_SUFFIX,
     CONV_CALL_SUFFIX,
+    MAX_POOL_OP,
+    base_op,
 )
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 
@@ -139,13 +141,13 @@ def op_family(name: str, op_class: str, phase: str = "forward") -> str | None:
         return "embedding"
     # Record suffixes ("[cache]", a max pool's "[3x3]", "[channels_last]") name variants of
     # the op: the family is the bare op's.
-    return _FAMILY_OF.get(name.split("[", 1)[0], "elementwise")
+    return _FAMILY_OF.get(base_op(name), "elementwise")
 
 
 #: A forward max pool record: aten name, its window where not 2 x 2 (``[KxK]``, see
 #: :func:`aiadvisor.profiler.opinfo.record_suffix`), its layout where channels_last.
-_MAX_POOL = re.compile(r"^(aten\.max_pool2d_with_indices)(?:\[(\d+)x(\d+)\])?"
-                       r"(\[channels_last\])?$")
+_MAX_POOL = re.compile(rf"^({re.escape(MAX_POOL_OP)})(?:\[(\d+)x(\d+)\])?"
+                       rf"({re.escape(CHANNELS_LAST_SUFFIX)})?$")
 
 
 @dataclass(frozen=True)

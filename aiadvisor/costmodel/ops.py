@@ -221,8 +221,10 @@ def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarra
 def pool_index_bytes(ops: OpArrays) -> np.ndarray:
     """Per op, the bytes of a forward max pool's second output, its int64 indices (8 bytes
     per output element beside the output's own ``trace_bytes_per_element``); 0 elsewhere."""
-    pool = np.array([str(n).split("[", 1)[0] == "aten.max_pool2d_with_indices"
-                     for n in ops.name], dtype=bool) & (ops.trace_bytes_per_element > 0)
+    from ..hardware.calibrate import MAX_POOL_OP, base_op
+
+    pool = np.array([base_op(str(n)) == MAX_POOL_OP for n in ops.name], dtype=bool) \
+        & (ops.trace_bytes_per_element > 0)
     trace = np.where(ops.trace_bytes_per_element > 0, ops.trace_bytes_per_element, 1.0)
     return np.where(pool, (ops.bytes_total - ops.bytes_read) * 8.0 / (8.0 + trace), 0.0)
 

@@ -584,13 +584,12 @@ def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np
 EAGER_KINDS = ("gpu", "edge")
 
 
-def _host(prof: ModelProfile, work, devs: DeviceArrays, device_s: np.ndarray,
-          host_costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
+          device_s: np.ndarray, host_costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(host seconds, overhead to add, step with CUDA graphs), each (Q, D).
 
     CPU with measured host costs: the host work its measured op times leave out adds to the
     step. Eager accelerators: ``step = max(device, host)``; CUDA graphs keep the device part."""
-    counts = host_counts(prof, work)
     train = prof.mode == "train"
     shape = device_s.shape
     host, add, graphs = np.zeros(shape), np.zeros(shape), np.full(shape, np.nan)
@@ -651,7 +650,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      if curves else None)
     _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs)
-    _cpu_refill(parts, work, devs, host_costs, host_counts(prof, work), notes,
+    counts = host_counts(prof, work)
+    _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",
                                          np.zeros(len(work.count) - len(ops), bool)]),
                 num_blocks=prof.num_blocks)
@@ -690,7 +690,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     comm = communication(prof, ops, precision, parallel, devs, model, windows, notes, nets)
     comm_q = np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH])
     device_s = sums["compute"] + memory + overhead + comm_q
-    host, add, graphs = _host(prof, work, devs, device_s, host_costs)
+    host, add, graphs = _host(prof, work, counts, devs, device_s, host_costs)
     cast = work.name == "amp.cast"
     amp_cast_s = (parts["compute"][..., cast].sum(axis=-1)
                   + parts["memory"][..., cast].sum(axis=-1))

@@ -101,6 +101,14 @@ COLD_SUFFIX = "[cold]"
 #: convolution in both layouts, the NHWC ones under families ``conv-forward-cl`` /
 #: ``conv-backward-cl``.
 CHANNELS_LAST_SUFFIX = "[channels_last]"
+#: The forward max pool, whose records may name a window (``[3x3]``) and a layout.
+MAX_POOL_OP = "aten.max_pool2d_with_indices"
+
+
+def base_op(name: str) -> str:
+    """An op record's aten name without its suffixes (``[cache]``, ``[3x3]``,
+    ``[channels_last]``)."""
+    return name.split("[", 1)[0]
 #: Bytes of the buffer the first-touch timing allocates afresh per call: above what glibc keeps
 #: of freed heap memory (its trim threshold, at most twice the largest mmap threshold: 64 MiB
 #: on 64-bit Linux), so every allocation is new pages from the kernel, faulted in when first

@@ -203,10 +203,10 @@ def channels_last_convs(prof: ModelProfile) -> ModelProfile:
     """The convolutions and forward max pools with channels_last (NHWC) tensors: records
     renamed ``<op>[channels_last]``, which a benchmarked CPU prices from the convolutions and
     pools its grid timed in that layout (elsewhere they cost what they did)."""
-    from ..hardware.calibrate import CHANNELS_LAST_SUFFIX
+    from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, MAX_POOL_OP, base_op
 
     def to_nhwc(op: OpRecord) -> OpRecord:
-        pool = op.op.split("[", 1)[0] == "aten.max_pool2d_with_indices"
+        pool = base_op(op.op) == MAX_POOL_OP
         if not (op.op_class == "conv" or pool) or op.op.endswith(CHANNELS_LAST_SUFFIX):
             return op
         return dataclasses.replace(op, op=op.op + CHANNELS_LAST_SUFFIX)
