@@ -32,6 +32,8 @@ DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 #: The precision dropdown's entry for "let the advisor choose" (an unpinned precision).
 AUTO = "auto"
+#: CSS class of a tab drawn for settings that have since changed (redrawn when opened).
+STALE = "aiadvisor-stale"
 
 
 def option(report: Any, name: str, default: Any = None) -> Any:
@@ -225,6 +227,10 @@ class Dashboard(W.VBox):
         self._sync_controls()
         self.header.value = headline_html(self._report)
         self._stale = set(range(len(self.views)))
+        for view in self.views:
+            # Until a tab is redrawn for the new settings its content is dimmed and its
+            # buttons take no clicks: an "Insert below" there would carry the old code.
+            view.box.add_class(STALE)
         self._render(self.tabs.selected_index or 0)
 
     def _render(self, index: int | None) -> None:
@@ -232,6 +238,7 @@ class Dashboard(W.VBox):
             return
         with quick_charts():
             self.views[index].render(self._report)
+        self.views[index].box.remove_class(STALE)
         self._stale.discard(index)
 
     def render_all(self) -> None:

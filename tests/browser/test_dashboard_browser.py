@@ -243,6 +243,16 @@ def _run_default_scenario(jupyter, app: str) -> dict:
         _shoot(page, f"{app}_default_sliders")
         problems["after sliders"] = _tab_problems(page)
         _open_tab(page, "Recommendations")
+        # Opening the tab asks the kernel to redraw the cards for the new settings; until that
+        # arrives the page still shows the cards drawn at batch 32 on one device. The STATE
+        # cell queues behind the redraw, so once it printed, wait for the page to show the
+        # kernel's first recommendation, then click.
+        nb.run(2)
+        state = json.loads(nb.output_text(2).strip().splitlines()[-1])
+        code = page.locator(".aiadvisor-code:visible").first
+        deadline = time.monotonic() + 30
+        while _lines(code.inner_text()) != _lines(state["first"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
         button = page.locator(".aiadvisor-insert:visible").first
         button.wait_for(timeout=30_000)
         before = len(nb.sources())
@@ -254,8 +264,6 @@ def _run_default_scenario(jupyter, app: str) -> dict:
             time.sleep(0.05)
         inserted = len(nb.sources()) == before + 1
         _shoot(page, f"{app}_default_inserted")
-        nb.run(3)  # STATE, moved down by the inserted cell
-        state = json.loads(nb.output_text(3).strip().splitlines()[-1])
         return {"inserted": inserted, "state": state, "problems": problems,
                 "sources": nb.sources(), "console": console}
     except Exception:

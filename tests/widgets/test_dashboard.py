@@ -61,6 +61,22 @@ def test_only_the_visible_tab_is_drawn(dash):
     assert len(dash.views[4].cards_box.children) == len(dash.report.recommendations)
 
 
+def test_a_tab_drawn_for_old_settings_is_dimmed_until_redrawn(dash):
+    recs = dash.views[4]
+    dash.tabs.set_state({"selected_index": 4})
+    assert "aiadvisor-stale" not in recs.box._dom_classes
+    old_code = recs.cards[0][1].code
+    dash.tabs.set_state({"selected_index": 0})
+    _front_end_selects(dash.batch, 64)
+    # The cards still hold the batch-16 plan, so they take no clicks until the tab is opened.
+    assert "aiadvisor-stale" in recs.box._dom_classes
+    assert "aiadvisor-stale" not in dash.views[0].box._dom_classes
+    assert recs.cards[0][1].code == old_code
+    dash.tabs.set_state({"selected_index": 4})
+    assert "aiadvisor-stale" not in recs.box._dom_classes
+    assert recs.cards[0][1].code == dash.report.recommendations[0].code
+
+
 def test_batch_slider_recomputes_from_the_captured_profile(dash, report):
     memory_chart = dash.views[0].charts["memory"]
     before = dict(memory_chart.spec)
