@@ -28,7 +28,12 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   convolutions of the same phase and dtype reached at the same arithmetic intensity (FLOPs per
   byte moved; log-log interpolation, flat beyond the ends). On a CPU the rate follows intensity
   far more than size: a 3-channel stem and a 1x1 projection run at a fraction of a 3x3 layer's
-  rate at equal FLOPs. Never faster than the bytes over the measured bandwidth.
+  rate at equal FLOPs. Each call also pays the per-call time the grid measured (a 1,024-MAC
+  convolution) and, per element of its weight (its module's own parameters per call), the
+  cost :func:`fit_conv_weight` separates from the work with a pair of grid convolutions on
+  the same weights (oneDNN's weight reorder on every eager call: a deep layer with 590 k
+  weights on a 4 x 4 output ran 2.7x its intensity rate in BF16 channels_last). Never faster
+  than the bytes over the measured bandwidth.
 * **Recurrent layers** (an LSTM's ``mkldnn_rnn_layer`` and its backward): the timed one-layer
   LSTMs per step (FLOPs and seconds over the sequence), at the op's per-step FLOPs, times its
   steps; a recurrent op not timed by name takes the family's median.
@@ -201,6 +206,10 @@ class LocalCalibration:
     """(conv family, dtype) -> seconds one call costs whatever its size (a 1,024-MAC
     convolution timed; the rates in :attr:`conv` are of the work beyond it). Empty in a
     calibration from before it was timed."""
+    conv_weight: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(conv family, dtype) -> seconds per weight element of a call (:func:`fit_conv_weight`;
+    the rates in :attr:`conv` are of the work beyond it). Empty in a calibration from before
+    it was timed."""
     gemm_weight: dict[str, tuple[float, float]] = field(default_factory=dict)
     """dtype -> (weight elements of the linear grid's largest forward GEMM, extra seconds per
     weight element beyond it), from :func:`fit_gemm_weight`."""
@@ -276,9 +285,13 @@ class LocalCalibration:
             ops = family_ops.setdefault((p.family, dtype), [])
             if p.op not in ops:
                 ops.append(p.op)
+        conv_weight = fit_conv_weight(conv_points, conv_call)
         for fam, dtype, p in conv_points:
-            # The rate of the work beyond the per-call time (at least a quarter of the call).
-            seconds = max(p.seconds - conv_call.get((fam, dtype), 0.0), 0.25 * p.seconds)
+            # The rate of the work beyond the per-call and per-weight times (at least a
+            # quarter of the call).
+            fixed = (conv_call.get((fam, dtype), 0.0)
+                     + conv_weight.get((fam, dtype), 0.0) * p.weight_elements)
+            seconds = max(p.seconds - fixed, 0.25 * p.seconds)
             conv.setdefault((fam, dtype), []).append(
                 (np.log(p.flops / max(p.num_bytes, 1.0)), np.log(p.flops / seconds)))
         curves = {key: _size_curve(pts, floor) for key, pts in by_key.items()}
@@ -296,7 +309,7 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
                    skinny=rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
-                   conv_call=conv_call,
+                   conv_call=conv_call, conv_weight=conv_weight,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
                    gemm_weight=weight)
 
@@ -323,8 +336,10 @@ class LocalCalibration:
                 # before they were timed) take the NCHW ones: no layout gain, never a guess.
                 for f in dict.fromkeys((fam, fam.removesuffix("-cl"))):
                     if (f, dtype) in self.conv:
+                        weights = (weight_elements[rows] if weight_elements is not None
+                                   else np.zeros(len(rows)))
                         out[rows] = self._conv_seconds(f, dtype, flops_per_call[rows],
-                                                       bytes_per_call[rows])
+                                                       bytes_per_call[rows], weights)
                         break
                 continue
             if fam == "pool":
@@ -335,9 +350,14 @@ class LocalCalibration:
             work = (flops_per_call if _flop_curve(fam) else bytes_per_call)[rows]
             tries = [dtype] if fam.startswith("gemm-") else list(dict.fromkeys((dtype,
                                                                                 "float32")))
+            # A variant the grid did not time (a layout or mode suffix, not a cache op) takes
+            # the bare op's own timings before its family's.
+            bare = base_op(key)
+            names = (key,) if bare == key or key.endswith(CACHE_SUFFIX) else (key, bare)
             for dt in tries:
-                if (key, dt) in self.curves:
-                    out[rows] = self.curves[(key, dt)].seconds(work)
+                timed = next((k for k in names if (k, dt) in self.curves), None)
+                if timed is not None:
+                    out[rows] = self.curves[(timed, dt)].seconds(work)
                     break
                 members = self.families.get((fam, dt), ())
                 # An op on a decode cache goes by the family's ops timed on a cache (if any);
@@ -387,15 +407,19 @@ class LocalCalibration:
                                   0.5 * np.minimum(t2, t3))
         return None
 
-    def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray,
-                      num_bytes: np.ndarray) -> np.ndarray:
+    def _conv_seconds(self, fam: str, dtype: str, flops: np.ndarray, num_bytes: np.ndarray,
+                      weight_elements: np.ndarray | None = None) -> np.ndarray:
         """Seconds per call of convolutions: the per-call time timed for the family and
-        dtype plus the work at the rate timed at their intensity."""
+        dtype, the per-weight-element time times their weights (per call; 0 or None:
+        unknown) and the work at the rate timed at their intensity."""
         log_i, log_rate = self.conv[(fam, dtype)]
         f = np.maximum(np.asarray(flops, float), 1.0)
         b = np.maximum(np.asarray(num_bytes, float), 1.0)
+        w = (np.zeros_like(f) if weight_elements is None
+             else np.maximum(np.asarray(weight_elements, float), 0.0))
         seconds = (f / np.exp(np.interp(np.log(f / b), log_i, log_rate))
-                   + self.conv_call.get((fam, dtype), 0.0))
+                   + self.conv_call.get((fam, dtype), 0.0)
+                   + self.conv_weight.get((fam, dtype), 0.0) * w)
         if self.bw_gbs:
             seconds = np.maximum(seconds, b / (self.bw_gbs * 1e9))
         return seconds
@@ -446,6 +470,41 @@ def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],
         b = np.array([w for w, _ in pts], float)
         ratio = np.array([s for _, s in pts], float) / hot.seconds(b)
         out[name] = (np.log(b), np.log(ratio))
+    return out
+
+
+def fit_conv_weight(points, call: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    """Seconds per weight element of a convolution call, per (family, dtype), from the grid:
+    ``points`` are ``(family, dtype, OpPoint)``; ``call`` the per-call times. Of the timed
+    convolutions of a family and dtype, the two with the largest equal weights (the grid's
+    256-channel 3x3 layer on 8x8 and on 4x4 outputs) and different FLOPs give the work rate
+    ``R = (F1 - F2) / (t1 - t2)``, and what the smaller one took beyond its call and its work,
+    ``t2 - call - F2 / R``, over its weights is the cost of an element (never negative; none
+    where no such pair was timed or the pair ran no faster with less work).
+
+    E.g. 1.2 GFLOP in 1.0 ms and 0.3 GFLOP in 0.4 ms, 50 us a call, 0.5 M weights:
+    ``R = 0.9e9 / 0.6e-3 = 1.5 TFLOP/s``; ``(0.4 - 0.05 - 0.2) ms / 0.5e6 = 0.3 ns`` an
+    element."""
+    groups: dict[tuple[str, str], list] = {}
+    for fam, dtype, p in points:
+        if p.weight_elements > 0:
+            groups.setdefault((fam, dtype), []).append(p)
+    out = {}
+    for key, pts in groups.items():
+        by_weight: dict[float, list] = {}
+        for p in pts:
+            by_weight.setdefault(p.weight_elements, []).append(p)
+        pairs = [(w, sorted(ps, key=lambda p: p.flops)) for w, ps in by_weight.items()
+                 if len({p.flops for p in ps}) >= 2]
+        if not pairs:
+            continue
+        weights, same = max(pairs, key=lambda item: item[0])
+        small, big = same[0], same[-1]
+        if big.seconds <= small.seconds:
+            continue
+        rate = (big.flops - small.flops) / (big.seconds - small.seconds)
+        extra = small.seconds - call.get(key, 0.0) - small.flops / rate
+        out[key] = max(extra, 0.0) / weights
     return out
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..hardware.calibrate import base_op
 from ..schema import ModelProfile, ParallelConfig
 from ..units import WEIGHT_BYTES
 from .precision import (
@@ -50,8 +51,8 @@ class OpArrays:
     (residual adds, hidden dropout) and its normalisation modules'. Tensor parallel splits them
     over its ranks only with sequence parallelism (:attr:`ParallelConfig.sequence_parallel`)."""
     weight_elements: np.ndarray | None = None
-    """Weight elements per call of a forward 2-D GEMM (:func:`gemm_weight_elements`), 0 for
-    other ops."""
+    """Weight elements per call of a forward 2-D GEMM or of a convolution, forward or
+    backward (:func:`gemm_weight_elements`), 0 for other ops."""
 
     def __len__(self) -> int:
         return len(self.name)
@@ -93,7 +94,7 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
         trace_bytes_per_element=np.array([DTYPE_BYTES.get(op.dtype, 0.0) for op in ops], float),
         gemm_like=np.isin(op_class, GEMM_LIKE),
         norm=np.array([is_norm(op.op) for op in ops], bool),
-        autocast_fp32=np.isin(name, list(AUTOCAST_FP32_OPS)),
+        autocast_fp32=np.isin([base_op(n) for n in name], list(AUTOCAST_FP32_OPS)),
         recurrent=np.array([any(m in op.op.lower() for m in RECURRENT_MARKERS) for op in ops],
                            bool),
         attention_core=np.array([op.op_class == "attention" or op.op in ATTENTION_CORE_OPS
@@ -106,20 +107,29 @@ def op_arrays(prof: ModelProfile) -> OpArrays:
 
 #: GEMMs whose right-hand operand is a module's weight in a forward (``nn.Linear``, HF Conv1D).
 WEIGHT_GEMMS = ("aten.mm", "aten.addmm")
+#: Convolutions (any layout suffix), whose weight is their module's in both phases.
+WEIGHT_CONVS = ("aten.convolution", "aten.convolution_backward")
+
+
+def _weight_op(op) -> bool:
+    if op.phase == "forward" and op.op in WEIGHT_GEMMS:
+        return True
+    return op.op.split("[", 1)[0] in WEIGHT_CONVS and op.phase in ("forward", "backward")
 
 
 def gemm_weight_elements(prof: ModelProfile, ops) -> np.ndarray:
-    """Weight elements per call of each forward 2-D GEMM (:data:`WEIGHT_GEMMS`): its module's
-    own parameters over its calls per block (a linear layer: its weight and bias, once a
-    step), at most the elements the call reads; 0 for other ops and for GEMMs of modules with
-    no parameters of their own (e.g. attention scores). A layer applied twice in a step counts
-    half its weight a call (an underestimate; rare)."""
+    """Weight elements per call of each forward 2-D GEMM (:data:`WEIGHT_GEMMS`) and each
+    convolution, forward or backward (:data:`WEIGHT_CONVS`): its module's own parameters over
+    its calls per block (a linear layer: its weight and bias, once a step), at most the
+    elements the call reads; 0 for other ops and for GEMMs of modules with no parameters of
+    their own (e.g. attention scores). A layer applied twice in a step counts half its weight
+    a call (an underestimate; rare)."""
     params = {m.name: m.num_params for m in prof.modules}
     out = np.zeros(len(ops))
     for i, op in enumerate(ops):
         own = params.get(op.module, 0)
         size = DTYPE_BYTES.get(op.dtype, 0.0)
-        if op.phase != "forward" or op.op not in WEIGHT_GEMMS or own <= 0 or size <= 0:
+        if not _weight_op(op) or own <= 0 or size <= 0:
             continue
         calls_per_block = max(op.count / max(op.repeat, 1), 1.0)
         out[i] = min(own / calls_per_block, op.bytes_read / op.count / size)

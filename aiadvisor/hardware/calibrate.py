@@ -72,8 +72,15 @@ WIDE_CYCLE_BYTES = 256 * 2**20
 #: channels, a 1x1 projection. A CPU runs them well below the square-matmul rate at the same
 #: FLOPs (im2col/oneDNN reorders, narrow channel counts), and their backward (input and weight
 #: gradients in one ``convolution_backward``) at yet another rate; timed apart.
+#: The last shape repeats the 256-channel 3x3 layer at a quarter of its output positions: the
+#: pair, same weights and a quarter of the work, separates a cost per weight element from the
+#: work rate (:func:`aiadvisor.costmodel.local.fit_conv_weight`). On the development CPU a BF16
+#: channels_last 3x3 convolution on a 4x4 output took 403 us where the intensity rate said
+#: 151 us: oneDNN reorders the weights into its blocked layout on every eager call (about
+#: 0.5 ns an element forward, 2-3 ns backward), which the deep, narrow layers of a conv net
+#: pay in full.
 CONV_SHAPES = ((8, 3, 64, 32, 3), (8, 32, 32, 32, 3), (8, 64, 32, 64, 3), (16, 128, 16, 128, 3),
-               (16, 256, 8, 256, 3), (8, 64, 32, 256, 1))
+               (16, 256, 8, 256, 3), (8, 64, 32, 256, 1), (16, 256, 4, 256, 3))
 #: Recurrent layers (batch, hidden) of a one-layer LSTM (input = hidden) over
 #: :data:`RECURRENT_STEPS` steps: each step is a few small GEMMs and gate maths, far below the
 #: square-matmul rate of the same FLOPs. Recorded per step (FLOPs and seconds / steps).
@@ -97,10 +104,13 @@ COLD_CYCLE_BYTES = 256 * 2**20
 #: Suffix of the ops timed on cold inputs (:func:`cold_points`): kept apart from the hot grid;
 #: the cost model reads them as a slowdown of memory-bound ops over the hot curves.
 COLD_SUFFIX = "[cold]"
-#: Suffix of a convolution record whose tensors are channels_last (NHWC); the grid times each
-#: convolution in both layouts, the NHWC ones under families ``conv-forward-cl`` /
-#: ``conv-backward-cl``.
+#: Suffix of a convolution or max pool record whose input is channels_last (NHWC; the
+#: profiler's :func:`~aiadvisor.profiler.opinfo.record_suffix` and the channels_last plan
+#: step name them so); the grid times each convolution in both layouts, the NHWC ones under
+#: families ``conv-forward-cl`` / ``conv-backward-cl``.
 CHANNELS_LAST_SUFFIX = "[channels_last]"
+#: Suffix of a batch norm forward record in eval mode (running statistics).
+EVAL_SUFFIX = "[eval]"
 #: The forward max pool, whose records may name a window (``[3x3]``) and a layout.
 MAX_POOL_OP = "aten.max_pool2d_with_indices"
 
@@ -139,7 +149,8 @@ class OpPoint:
     """Bytes of distinct operands the timing cycled through (skinny GEMMs), 0 where it reused
     one set."""
     weight_elements: float = 0.0
-    """Elements of a linear GEMM's weight (its right-hand operand, ``K x N``); 0 elsewhere."""
+    """Elements of a linear GEMM's weight (its right-hand operand, ``K x N``) or of a
+    convolution's weight (``out x in x kh x kw``); 0 elsewhere."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,12 +164,15 @@ class OptimizerPoint:
 
 
 def _memory_cases(torch: Any, n: int, dev: str, f: Any) -> list[tuple]:
-    """(family, thunk) pairs at about ``n`` elements per main tensor of dtype ``f``; a third
-    item, where present, is a suffix the op's recorded name takes (a layout the recorder does
-    not see). Max pools are timed in two windows (2 x 2 / stride 2 and ResNet's 3 x 3 /
-    stride 2 / pad 1: the cost model reads other windows off the two) and two layouts (a
+    """(family, thunk) pairs at about ``n`` elements per main tensor of dtype ``f``. Max
+    pools are timed in two windows (2 x 2 / stride 2 and ResNet's 3 x 3 / stride 2 / pad 1:
+    the cost model reads other windows off the two) and two layouts (a
     channels_last pool is another kernel: on the development CPU 1.7 ms where NCHW took 17 ms,
-    16 x 32 x 112 x 112 FP32)."""
+    16 x 32 x 112 x 112 FP32; the recorder names the window and the layout). Batch norm is
+    timed in training and eval mode and in both layouts (backward: both layouts): on the
+    development CPU, 16 x 32 x 56 x 56 FP32, training-mode forward 1.2 ms NCHW, 0.9 ms
+    channels_last; eval mode 0.23 and 0.36 ms; backward 0.40 and 1.04 ms (BF16: 0.34 / 0.44,
+    0.18 / 0.22 and 0.39 / 0.81 ms)."""
     aten = torch.ops.aten
     a, b = torch.randn(n, device=dev, dtype=f), torch.randn(n, device=dev, dtype=f)
     rows = torch.randn(max(n // 512, 1), 512, device=dev, dtype=f)
@@ -202,13 +216,21 @@ def _memory_cases(torch: Any, n: int, dev: str, f: Any) -> list[tuple]:
         ("norm", lambda: aten.native_batch_norm_backward(img, img, bn_w, bn_rm, bn_rv, bn_mean,
                                                          bn_invstd, True, 1e-5,
                                                          [True, True, True])),
+        # Batch norm in eval mode (running statistics: one pass, no reduction) and in
+        # channels_last, forward and backward: other kernels (see the docstring).
+        ("norm", lambda: aten.native_batch_norm(img, bn_w, bn_b, bn_rm, bn_rv, False, 0.1, 1e-5)),
+        ("norm", lambda: aten.native_batch_norm(img_cl, bn_w, bn_b, bn_rm, bn_rv, True, 0.1,
+                                                1e-5)),
+        ("norm", lambda: aten.native_batch_norm(img_cl, bn_w, bn_b, bn_rm, bn_rv, False, 0.1,
+                                                1e-5)),
+        ("norm", lambda: aten.native_batch_norm_backward(img_cl, img_cl, bn_w, bn_rm, bn_rv,
+                                                         bn_mean, bn_invstd, True, 1e-5,
+                                                         [True, True, True])),
         ("reduce", lambda: aten.sum(rows, [0])),
         ("pool", lambda: aten.max_pool2d_with_indices(img, [2, 2], [2, 2])),
         ("pool", lambda: aten.max_pool2d_with_indices(img, [3, 3], [2, 2], [1, 1])),
-        ("pool", lambda: aten.max_pool2d_with_indices(img_cl, [2, 2], [2, 2]),
-         CHANNELS_LAST_SUFFIX),
-        ("pool", lambda: aten.max_pool2d_with_indices(img_cl, [3, 3], [2, 2], [1, 1]),
-         CHANNELS_LAST_SUFFIX),
+        ("pool", lambda: aten.max_pool2d_with_indices(img_cl, [2, 2], [2, 2])),
+        ("pool", lambda: aten.max_pool2d_with_indices(img_cl, [3, 3], [2, 2], [1, 1])),
         ("pool", lambda: aten.max_pool2d_with_indices_backward(pooled, img, [2, 2], [2, 2],
                                                                [0, 0], [1, 1], False, idx)),
         ("embedding", lambda: aten.embedding(table, ids)),
@@ -333,7 +355,8 @@ def conv_points(torch: Any, *, dev: str, sync: Callable[[], None],
                     seconds = time_op(fwd, sync=sync, min_time_s=min_time_s)
                 points.append(OpPoint(op=op, family="conv-forward" + suffix,
                                       num_bytes=float(num_bytes), flops=float(flops),
-                                      seconds=seconds, dtype=dtype))
+                                      seconds=seconds, dtype=dtype,
+                                      weight_elements=float(w.numel())))
                 y = fwd()
                 g = torch.randn_like(y)
                 bwd = functools.partial(torch.autograd.grad, y, (x, w), g, retain_graph=True)
@@ -343,7 +366,8 @@ def conv_points(torch: Any, *, dev: str, sync: Callable[[], None],
                 continue  # a dtype the convolution kernels lack on this device
             points.append(OpPoint(op=op, family="conv-backward" + suffix,
                                   num_bytes=float(num_bytes), flops=float(flops),
-                                  seconds=seconds, dtype=dtype))
+                                  seconds=seconds, dtype=dtype,
+                                  weight_elements=float(w.numel())))
         points += _conv_call_points(torch, dev=dev, sync=sync, time_op=time_op,
                                     min_time_s=min_time_s, dtype=dtype, fmt=fmt, suffix=suffix)
     return points
@@ -441,12 +465,14 @@ def _main_op(torch: Any, fn: Callable[[], Any]) -> str:
 
 
 def _count_named(torch: Any, fn: Callable[[], Any], op: str) -> tuple[str, float, float]:
-    """(``op``, bytes, FLOPs) of ``op`` among the ops ``fn`` records, as the profiler counts."""
+    """(recorded name, bytes, FLOPs) of aten op ``op`` among the ops ``fn`` records, as the
+    profiler counts; the name keeps the record's suffixes (e.g. ``[channels_last]``)."""
     aggs = _recorded(torch, fn)
-    if op not in aggs:
-        raise RuntimeError(f"expected {op}, recorded {sorted(aggs)}")
-    agg = aggs[op]
-    return op, agg.bytes_read + agg.bytes_written, agg.flops
+    named = [name for name in aggs if base_op(name) == op]
+    if len(named) != 1:
+        raise RuntimeError(f"expected one {op}, recorded {sorted(aggs)}")
+    agg = aggs[named[0]]
+    return named[0], agg.bytes_read + agg.bytes_written, agg.flops
 
 
 def cache_points(torch: Any, *, dev: str, sync: Callable[[], None],
@@ -599,10 +625,9 @@ def op_points(torch: Any, *, dev: str, sync: Callable[[], None], time_op: Callab
                 except (RuntimeError, NotImplementedError) as exc:
                     skipped[label] = f"{type(exc).__name__}: {exc}"[:200]
                     continue
-                for family, fn, *suffix in cases:
+                for family, fn in cases:
                     try:
                         op, num_bytes, flops = _count(torch, fn)
-                        op += "".join(suffix)
                         seconds = time_op(fn, sync=sync, min_time_s=min_time_s)
                     except (RuntimeError, NotImplementedError) as exc:
                         skipped[f"{family} ({label})"] = f"{type(exc).__name__}: {exc}"[:200]

@@ -8,6 +8,8 @@ import math
 
 import torch
 
+from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, EVAL_SUFFIX
+
 aten = torch.ops.aten
 
 # Ops that only read metadata: never recorded (the same list FlopCounterMode skips).
@@ -211,18 +213,39 @@ def pool_window(kernel) -> tuple[int, int]:
     return (k[0], k[-1])
 
 
+def _channels_last(tensor) -> bool:
+    return (isinstance(tensor, torch.Tensor) and tensor.dim() == 4
+            and tensor.is_contiguous(memory_format=torch.channels_last)
+            and not tensor.is_contiguous())
+
+
 def record_suffix(packet, args) -> str:
     """What an op record's name adds to its aten name: a max pool's window when it is not
-    2 x 2 (``"[3x3]"``). The window sets a CPU max pool's time at the same bytes: on the
-    development CPU (2 threads, torch 2.13) 3 x 3 / stride 2 / pad 1 over 16 x 32 x 56 x 56
-    took 5.9 ms in FP32 and BF16, 2 x 2 / stride 2 3.9 ms; the input's shape at equal elements
-    did not matter (1 x 64 x 200 x 200: the same). See
-    :mod:`aiadvisor.costmodel.local` for how it is priced."""
+    2 x 2 (``"[3x3]"``), and ``"[channels_last]"`` on a convolution (forward or backward)
+    whose input or weight is channels_last, or a max pool or batch norm whose input is; and
+    ``"[eval]"`` on a batch norm forward with running statistics (eval mode: a single
+    pass, 4-5x faster than training mode's in FP32 on the development CPU). The window sets
+    a CPU max pool's time at the same bytes: on the development CPU (2 threads, torch 2.13)
+    3 x 3 / stride 2 / pad 1 over 16 x 32 x 56 x 56 took 5.9 ms in FP32 and BF16, 2 x 2 /
+    stride 2 3.9 ms; the input's shape at equal elements did not matter (1 x 64 x 200 x 200:
+    the same). The layout sets both a convolution's and a pool's time (channels_last pools ran
+    10x faster there). See
+    :mod:`aiadvisor.costmodel.local` for how they are priced."""
+    suffix = ""
+    if packet is aten.native_batch_norm and len(args) > 5 and args[5] is False:
+        suffix = EVAL_SUFFIX
     if packet is aten.max_pool2d_with_indices and len(args) > 1:
         kh, kw = pool_window(args[1])
         if (kh, kw) != (2, 2):
-            return f"[{kh}x{kw}]"
-    return ""
+            suffix = f"[{kh}x{kw}]"
+    # A convolution runs channels_last when its input or its weight is (PyTorch's CPU and
+    # cuDNN layout choice), e.g. a channels_last model fed NCHW images.
+    layout_args = {aten.convolution: (0, 1), aten.convolution_backward: (1, 2),
+                   aten.max_pool2d_with_indices: (0,), aten.native_batch_norm: (0,),
+                   aten.native_batch_norm_backward: (1,)}.get(packet, ())
+    if any(len(args) > i and _channels_last(args[i]) for i in layout_args):
+        suffix += CHANNELS_LAST_SUFFIX
+    return suffix
 
 
 def embedding_bytes(args, out_bytes: int) -> tuple[int, int]:

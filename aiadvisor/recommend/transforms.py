@@ -199,15 +199,21 @@ def with_extra_ops(prof: ModelProfile, extra: list[OpRecord]) -> ModelProfile:
     return _with_ops(prof, [*prof.ops, *extra])
 
 
+#: Ops besides convolutions whose records name a channels_last input (as the profiler names
+#: them, :func:`aiadvisor.profiler.opinfo.record_suffix`): they run other CPU kernels in NHWC.
+LAYOUT_OPS = ("aten.max_pool2d_with_indices", "aten.native_batch_norm",
+              "aten.native_batch_norm_backward")
+
+
 def channels_last_convs(prof: ModelProfile) -> ModelProfile:
-    """The convolutions and forward max pools with channels_last (NHWC) tensors: records
-    renamed ``<op>[channels_last]``, which a benchmarked CPU prices from the convolutions and
-    pools its grid timed in that layout (elsewhere they cost what they did)."""
-    from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, MAX_POOL_OP, base_op
+    """The convolutions, forward max pools and batch norms with channels_last (NHWC)
+    tensors: records renamed ``<op>[channels_last]``, which a benchmarked CPU prices from the
+    ops its grid timed in that layout (elsewhere they cost what they did)."""
+    from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, base_op
 
     def to_nhwc(op: OpRecord) -> OpRecord:
-        pool = base_op(op.op) == MAX_POOL_OP
-        if not (op.op_class == "conv" or pool) or op.op.endswith(CHANNELS_LAST_SUFFIX):
+        layout_op = base_op(op.op) in LAYOUT_OPS
+        if not (op.op_class == "conv" or layout_op) or op.op.endswith(CHANNELS_LAST_SUFFIX):
             return op
         return dataclasses.replace(op, op=op.op + CHANNELS_LAST_SUFFIX)
 

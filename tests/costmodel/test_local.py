@@ -704,3 +704,114 @@ def test_channels_last_transform_renames_convolutions_and_forward_max_pools():
     assert {"aten.convolution[channels_last]",
             "aten.max_pool2d_with_indices[3x3][channels_last]",
             "aten.max_pool2d_with_indices_backward"} <= names
+
+
+def test_channels_last_transform_renames_batch_norms_too_and_keeps_eval_mode():
+    import aiadvisor as aa
+    from aiadvisor.recommend import transforms
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
+    train = aa.profile(net, torch.randn(2, 3, 16, 16), mode="train", scaling=False)
+    assert {"aten.native_batch_norm[channels_last]",
+            "aten.native_batch_norm_backward[channels_last]"} <= {
+        o.op for o in transforms.channels_last_convs(train).ops}
+    infer = aa.profile(net, torch.randn(2, 3, 16, 16), mode="infer", scaling=False)
+    assert "aten.native_batch_norm[eval][channels_last]" in {
+        o.op for o in transforms.channels_last_convs(infer).ops}
+
+
+def test_profile_names_the_layout_and_batch_norm_mode_the_model_runs_in():
+    import aiadvisor as aa
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 1))
+    x = torch.randn(2, 3, 16, 16)
+
+    def names(model, inp, mode):
+        return {(o.op, o.phase) for o in aa.profile(model, inp, mode=mode, scaling=False).ops
+                if o.op_class == "conv" or "norm" in o.op or "pool" in o.op}
+
+    # NCHW: bare names; batch norm in eval mode (running statistics) says so.
+    assert names(net, x, "infer") == {
+        ("aten.convolution", "forward"), ("aten.native_batch_norm[eval]", "forward"),
+        ("aten.max_pool2d_with_indices", "forward")}
+    # A channels_last model fed NCHW images: PyTorch runs the convolutions channels_last
+    # (the weight's layout decides), and everything after them is channels_last too.
+    cl = net.to(memory_format=torch.channels_last)
+    assert names(cl, x, "train") == {
+        ("aten.convolution[channels_last]", "forward"),
+        ("aten.convolution_backward[channels_last]", "backward"),
+        ("aten.native_batch_norm[channels_last]", "forward"),
+        ("aten.native_batch_norm_backward[channels_last]", "backward"),
+        ("aten.max_pool2d_with_indices[channels_last]", "forward"),
+        ("aten.max_pool2d_with_indices_backward", "backward")}
+
+
+def test_convolutions_pay_their_weights_per_call_by_hand():
+    from types import SimpleNamespace
+
+    from aiadvisor.costmodel.local import LocalCalibration, fit_conv_weight
+
+    # The docstring's pair: 1.2 GFLOP in 1.0 ms and 0.3 GFLOP in 0.4 ms on the same 0.5 M
+    # weights, 50 us a call: R = 0.9e9 / 0.6e-3 = 1.5 TFLOP/s, and
+    # (0.4 - 0.05 - 0.3e9 / 1.5e12) ms / 0.5e6 = (0.4 - 0.05 - 0.2) ms / 0.5e6 = 0.3 ns.
+    def conv(flops, seconds, weights, nbytes=1e7, family="conv-forward"):
+        return OpPoint(op="aten.convolution", family=family, num_bytes=nbytes, flops=flops,
+                       seconds=seconds, dtype="bfloat16", weight_elements=weights)
+
+    big, small = conv(1.2e9, 1.0e-3, 0.5e6), conv(0.3e9, 0.4e-3, 0.5e6)
+    other = conv(0.6e9, 0.5e-3, 0.1e6)  # a lone weight size: no pair, ignored by the fit
+    key = ("conv-forward", "bfloat16")
+    points = [(key[0], key[1], p) for p in (big, small, other)]
+    assert fit_conv_weight(points, {key: 50e-6}) == {key: pytest.approx(0.3e-9)}
+    # A pair that ran no faster with less work gives no per-weight cost; negative extras
+    # clamp to 0.
+    assert fit_conv_weight([(*key, conv(1e9, 1e-3, 1e6)), (*key, conv(0.5e9, 1e-3, 1e6))],
+                           {}) == {}
+    assert fit_conv_weight([(*key, conv(1e9, 1e-3, 1e6)), (*key, conv(0.5e9, 0.4e-3, 1e6))],
+                           {}) == {key: 0.0}
+    # From a benchmark: the rates are of the work beyond call and weights. The big point's
+    # work took 1.0 - 0.05 - 0.15 = 0.8 ms (1.5 TFLOP/s at its intensity, 120 FLOP/B).
+    result = SimpleNamespace(
+        curve=lambda precision: [], launch_overhead_us=2.0, optimizer=[], memory_bw_gbs=None,
+        date="", ops=[big, small, conv(2048.0, 50e-6, 64.0, nbytes=640.0,
+                                       family="conv-forward-call")])
+    cal = LocalCalibration.from_benchmark(result, "bf16")
+    assert cal.conv_weight == {key: pytest.approx(0.3e-9)}
+    # A 1.2 GFLOP call at the big point's intensity with 2 M weights: 50 us + 0.6 ms of
+    # weights + 0.8 ms of work; without weights (None) the call and the work only.
+    args = (np.array(["aten.convolution"], dtype=object),
+            np.array(["conv-forward"], dtype=object), np.array([1e7]), np.array([1.2e9]),
+            np.array(["bfloat16"], dtype=object))
+    assert float(cal.op_seconds(*args, weight_elements=np.array([2e6]))[0]) == \
+        pytest.approx(50e-6 + 0.6e-3 + 0.8e-3)
+    assert float(cal.op_seconds(*args)[0]) == pytest.approx(50e-6 + 0.8e-3)
+
+
+def test_convolution_records_carry_their_modules_weights_in_both_phases():
+    import aiadvisor as aa
+    from aiadvisor.costmodel.ops import op_arrays
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 16, 1))
+    prof = aa.profile(net, torch.randn(2, 3, 16, 16), mode="train", scaling=False)
+    ops = op_arrays(prof)
+    got = sorted((str(n), str(ph), float(w)) for n, ph, w in
+                 zip(ops.name, ops.phase, ops.weight_elements) if "convolution" in str(n))
+    # 8 x 3 x 3 x 3 = 216 weights; 16 x 8 x 1 x 1 + 16 bias = 144 (the module's own).
+    assert got == [("aten.convolution", "forward", 144.0), ("aten.convolution", "forward", 216.0),
+                   ("aten.convolution_backward", "backward", 144.0),
+                   ("aten.convolution_backward", "backward", 216.0)]
+
+
+def test_an_untimed_variant_takes_the_bare_ops_timings():
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    bn = "aten.native_batch_norm"
+    cal = LocalCalibration(curves={(bn, "float32"): _pool_curve(1e-3),
+                                   (bn + "[eval]", "float32"): _pool_curve(0.2e-3)})
+    got = cal.op_seconds(np.array([bn + "[eval]", bn + "[channels_last]"], dtype=object),
+                         np.array(["norm", "norm"], dtype=object), np.array([2e6, 2e6]),
+                         np.zeros(2))
+    # Its own curve where timed (0.4 ms at 2 MB); else the bare op's (2 ms), not the family's.
+    assert got == pytest.approx([0.4e-3, 2e-3])

@@ -178,11 +178,15 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
             by_op.setdefault(p.op, []).append(p)
         assert p.seconds > 0
     # Every op of the grid at both sizes; no attention (16 x 64 x 64 > 4096 elements). Max
-    # pools in two windows and two layouts, named as a profile names them.
-    assert all(len(v) == 2 for v in by_op.values()) and len(by_op) == 26
+    # pools in two windows and two layouts, batch norm in two modes and two layouts (its
+    # backward in two layouts), named as a profile names them.
+    assert all(len(v) == 2 for v in by_op.values()) and len(by_op) == 30
     pool = "aten.max_pool2d_with_indices"
     assert {pool, pool + "[3x3]", pool + "[channels_last]",
             pool + "[3x3][channels_last]"} <= set(by_op)
+    bn = "aten.native_batch_norm"
+    assert {bn, bn + "[eval]", bn + "[channels_last]", bn + "[eval][channels_last]",
+            bn + "_backward", bn + "_backward[channels_last]"} <= set(by_op)
     # 2 x 2 / 2 pool of 1 x 64 x 4 x 4 (n1 = 1 K elements): 4 KiB read, 1 x 64 x 2 x 2 FP32
     # outputs (1 KiB) and int64 indices (2 KiB); 3 x 3 / 2 / pad 1: the same output shape.
     assert min(p.num_bytes for p in by_op[pool]) == 4096 + 1024 + 2048
@@ -218,8 +222,21 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert sorted(p.flops for p in result.ops if p.family == "conv-forward-cl") == sorted(conv)
     assert sorted(p.flops for p in result.ops if p.family == "conv-backward") == \
         sorted(2 * f for f in conv)
-    assert {p.op for p in result.ops if p.family.startswith("conv-")} == {
-        "aten.convolution", "aten.convolution_backward"}
+    # Named as a profile names them: the channels_last ones with the layout.
+    assert {(p.family, p.op) for p in result.ops if p.family.startswith("conv-")} == {
+        ("conv-forward", "aten.convolution"), ("conv-backward", "aten.convolution_backward"),
+        ("conv-forward-call", "aten.convolution"),
+        ("conv-backward-call", "aten.convolution_backward"),
+        ("conv-forward-cl", "aten.convolution[channels_last]"),
+        ("conv-backward-cl", "aten.convolution_backward[channels_last]"),
+        ("conv-forward-cl-call", "aten.convolution[channels_last]"),
+        ("conv-backward-cl-call", "aten.convolution_backward[channels_last]")}
+    # Each convolution carries its weight's elements (out x in x k x k), for the per-weight
+    # cost; the grid's last two shapes share one (256 x 256 x 3 x 3).
+    weights = sorted({p.weight_elements for p in result.ops if p.family == "conv-forward"})
+    assert weights == sorted({cout * cin * k * k for _, cin, _, cout, k in CONV_SHAPES})
+    assert CONV_SHAPES[-1][1:] != CONV_SHAPES[4][1:] and \
+        CONV_SHAPES[-1][1] == CONV_SHAPES[4][1] == 256
     # The per-call points: a 1 x 8 x 4 x 4 -> 8, 1 x 1 convolution, 2 x 8 x 8 x 16 = 2048
     # FLOPs forward, twice that backward, in each layout.
     calls = sorted((p.family, p.flops) for p in result.ops if p.family.endswith("-call"))
@@ -246,17 +263,17 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    # 26 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
+    # 30 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
     # skinny addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
     # Convolutions: forward and backward, in NCHW and in channels_last, and the 1,024-MAC one
     # timed for the per-call cost (families ``...-call``). Distinct names: the
-    # 26, addmm, mm, convolution and its backward, the LSTM layer and its backward, the first
-    # touch: 33.
-    timings = (2 * 26 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
+    # 30, addmm, mm, convolution and its backward in each layout, the LSTM layer and its
+    # backward, the first touch: 39.
+    timings = (2 * 30 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
                + 4 * (len(CONV_SHAPES) + 1)
                + 2 * len(RECURRENT_SHAPES) + 1)
-    assert f"an op grid ({timings} timings of 33 ops)" in spec.notes
+    assert f"an op grid ({timings} timings of 39 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):
