@@ -297,13 +297,30 @@ def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recom
         risk = "bf16 keeps fp32's range, so no loss scaling"
     return _make(
         ctx, tactic_id=tactic_id, title=title, category="precision",
-        rationale=(f"The step runs in {ctx.precision}; {ctx.spec.name} has {peak:g} dense "
-                   f"{target} TFLOPS. Autocast runs matmuls in {target} and halves activation "
+        rationale=(f"The step runs in {ctx.precision}; {ctx.spec.name} has {peak:.4g} dense "
+                   f"{target} TFLOPS{_peak_source(ctx.spec, target)}. Autocast runs matmuls in "
+                   f"{target} and halves activation "
                    f"memory; {risk}."),
         snippet_id="autocast_train" if ctx.train else "autocast_infer",
         values={"dtype": dtype, "device_type": ctx.device_type}, gain=gain,
         memory_saving_bytes=max(0.0, saving), trigger={"precision": ctx.precision},
     )
+
+
+def _peak_source(spec: HardwareSpec, target: str) -> str:
+    """What a 16-bit peak in a rationale is for the attached CPU: timed by the device benchmark,
+    or worked out from its ISA flags and clock (a peak its matmuls reach about half of). Empty
+    for a catalog row: a datasheet figure, its source in the catalog."""
+    from ..hardware.detection import BF16_ESTIMATE_MARK
+
+    if spec.kind != "cpu":
+        return ""
+    estimated = " (estimated from its ISA flags and clock, a peak: not measured)"
+    if target == "bf16" and BF16_ESTIMATE_MARK in spec.notes:
+        return estimated
+    if spec.measured:
+        return " (the best matmul measured on it)"
+    return estimated if spec.source.startswith("detected") else ""
 
 
 @rule("bf16_autocast")

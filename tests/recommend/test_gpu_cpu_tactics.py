@@ -404,3 +404,33 @@ def test_embedding_int8_is_noise_where_its_saving_is_under_one_percent_of_memory
     rec = tactics.embedding_int8(_context(prof, ParallelConfig(), spec=small, precision="fp32"))
     assert rec is not None and rec.memory_saving_bytes == 2_097_152 * 3
     assert "lookups get slower" in rec.rationale
+
+
+def test_a_cpu_bf16_peak_says_whether_it_was_measured_or_estimated(mlp_train):
+    # The attached CPU before its benchmark: 2 cores x 2600 MHz x 1024 bf16 FLOP/cycle (AMX)
+    # = 5.3248 TFLOPS, a figure worked out from /proc/cpuinfo, not timed; after the benchmark
+    # timed bf16 it is the best matmul measured. A catalog CPU's figure is its datasheet's.
+    from aiadvisor.hardware.detection import BF16_ESTIMATE_MARK
+    from aiadvisor.schema import HardwareSpec
+
+    detected = HardwareSpec(name="Local Xeon", vendor="Intel", kind="cpu", fp32_tflops=0.3328,
+                            bf16_tflops=5.3248, memory_gb=16, memory_bw_gbs=30,
+                            source="detected: /proc/cpuinfo, /proc/meminfo",
+                            notes=f"{BF16_ESTIMATE_MARK}, not measured: 2 cores x 2600 MHz")
+    benchmarked = dataclasses.replace(detected, measured=True, bf16_tflops=2.1, notes="")
+
+    def rationale(spec):
+        ctx = _context(mlp_train, ParallelConfig(), spec=spec, precision="fp32")
+        rec = tactics.bf16_autocast(ctx)
+        assert rec is not None
+        return rec.rationale
+
+    assert "has 5.325 dense bf16 TFLOPS (estimated from its ISA flags and clock, a peak: not " \
+           "measured)" in rationale(detected)
+    assert "has 2.1 dense bf16 TFLOPS (the best matmul measured on it)" in rationale(benchmarked)
+    catalog = _context(mlp_train, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
+                       precision="fp32").spec
+    rec = tactics.bf16_autocast(_context(mlp_train, ParallelConfig(), spec=catalog,
+                                         precision="fp32"))
+    assert rec is not None and "estimated" not in rec.rationale and "measured" not in \
+        rec.rationale
