@@ -51,7 +51,7 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   loop. On the development CPU the ratio was about 1.5 from 2 to 8 MiB, falling to 1 by 16 MiB
   (where the hot grid's own fresh outputs already pay the page faults); the bench's training
   and inference steps rose 0-4 % (``bench/costmodel_local_cpu.py``).
-* **Fresh large outputs**: an out-of-place op writing more than
+* **Fresh large outputs**: an out-of-place op writing at least
   :data:`aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` per call gets new pages from the kernel
   for its output every call (glibc serves such allocations with ``mmap`` and returns them on
   free), and pays their page faults: its output bytes times the calibration's first-touch

@@ -287,7 +287,7 @@ def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: D
 
 def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                        curves, host_costs) -> None:
-    """On a CPU, outputs larger than :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
+    """On a CPU, outputs of at least :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
     on fresh pages every call (glibc maps them anew): each byte costs the page faults measured
     on this CPU, on top of the op (in place). A benchmarked CPU uses its calibration's
     first-touch timing (:attr:`~aiadvisor.costmodel.local.LocalCalibration.
@@ -301,7 +301,7 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     if written is None:
         return
     out_of_place = np.array([not str(n).endswith("_") for n in work.name])
-    large = (written > FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
+    large = (written >= FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
         work.op_class, ("optimizer", "collective"))
     if not large.any():
         return

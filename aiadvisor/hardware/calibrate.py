@@ -125,7 +125,12 @@ def base_op(name: str) -> str:
 #: written. Measured on the 2-core development CPU: 13 ms more to fill a fresh 64 MiB buffer
 #: than a reused one (0.8 us per 4 KiB page, 5 GB/s); GPT-2's 103-411 MB prompt logits at
 #: batch 4-8 faulted in every page that way. (A 64 MiB buffer timed at the end of the
-#: calibration came from retained heap memory: 0.7 ms; so it is timed first.)
+#: calibration came from retained heap memory: 0.7 ms; so it is timed first.) The buffer is
+#: filled and freed twice before the timing: in a new process on this VM the first
+#: 128 MiB cost 1.2-1.5 ms per MiB (guest memory the hypervisor had not yet backed), 0.14-0.20
+#: ms from then on (four calibrations), which is what the steps of a running process pay. One
+#: calibration right after the VM started still read 0.62 ms (``benchmark(refresh=True)``
+#: measures again).
 FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
@@ -580,6 +585,8 @@ def first_touch_points(torch: Any, *, dev: str, sync: Callable[[], None],
     0)."""
     step(f"first touch of {num_bytes / 2**20:.0f} MiB")
     n = num_bytes // 4
+    for _ in range(2):   # guest pages the process has never had cost several times more
+        torch.empty(n, device=dev).fill_(1.0)
     kept = torch.empty(n, device=dev)
     fresh = time_op(lambda: torch.empty(n, device=dev).fill_(1.0), sync=sync,
                     min_time_s=min_time_s)

@@ -172,13 +172,13 @@ def test_cpu_fresh_outputs_over_the_mmap_threshold_pay_page_faults_by_hand():
     from aiadvisor.costmodel.predict import _cpu_fresh_outputs
     from aiadvisor.hardware.host import FRESH_OUTPUT_BYTES
 
-    assert FRESH_OUTPUT_BYTES == 64 * 2**20     # glibc's largest trim threshold (2 x 32 MiB)
+    assert FRESH_OUTPUT_BYTES == 32 * 2**20     # glibc's largest mmap threshold
     mib = 2**20
     work = SimpleNamespace(
         name=np.array(["aten.mm", "aten.add_", "aten.relu", "aten.gelu"], dtype=object),
         op_class=np.array(["gemm", "memory", "memory", "memory"], dtype=object),
         count=np.array([2.0, 2.0, 2.0, 3.0]),
-        written_per_call=np.array([64.5 * mib, 64.5 * mib, 1.0 * mib, 80.0 * mib]))
+        written_per_call=np.array([64.5 * mib, 64.5 * mib, 31.0 * mib, 80.0 * mib]))
     costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
                       view_us=0.8, fresh_us_per_mib=150.0)
     cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")])
@@ -188,7 +188,7 @@ def test_cpu_fresh_outputs_over_the_mmap_threshold_pay_page_faults_by_hand():
                 "overhead": np.zeros((3, 1, 4))}
 
     # Unbenchmarked: the GEMM's two 64.5 MiB outputs (2 x 64.5 x 150 us = 19.35 ms) and the
-    # GELU's three 80 MiB ones (36 ms); not the in-place add_ nor the 1 MiB ReLU.
+    # GELU's three 80 MiB ones (36 ms); not the in-place add_ nor the 31 MiB ReLU.
     p = parts()
     _cpu_fresh_outputs(p, work, cpu, None, [costs])
     assert p["memory"][1, 0].tolist() == pytest.approx([19.35e-3, 0.0, 0.0, 36e-3])

@@ -27,6 +27,19 @@ def test_linear_flops_and_bytes():
     assert addmm.op_class == "gemm" and addmm.module == "" and addmm.count == 1
 
 
+def test_gemm_on_the_expanded_gradient_of_sum_pays_its_dense_copy():
+    # model(x).sum().backward() gives the Linear ones(8, 32) expanded (strides 0, 0): the
+    # backward GEMM dL/dW = g^T @ x (the input needs no gradient) makes it dense first
+    # (contiguous() inside the kernel, not a traced op): 8 * 32 fp32 = 1024 bytes written,
+    # reading the one stored element (4 bytes).
+    prof = aa.profile(nn.Linear(64, 32), torch.randn(8, 64), mode="train", optimizer="sgd")
+    (copy,) = ops(prof, "backward", "aten.clone")
+    assert copy.count == 1 and copy.bytes_written == 8 * 32 * 4
+    assert copy.bytes_read == 4 and copy.op_class == "memory"
+    # The forward GEMM, on dense operands, copies nothing.
+    assert not ops(prof, "forward", "aten.clone")
+
+
 def test_linear_training_memory_adamw():
     # W: 1024*1024*4 + 1024*4 = 4,198,400 bytes; grads the same; AdamW keeps two moments (2x).
     prof = aa.profile(nn.Linear(1024, 1024), torch.randn(32, 1024), optimizer="adamw")
