@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError
-from .units import PRECISION_COLUMN, PRECISIONS
+from .units import PRECISION_COLUMN, PRECISION_REQUIRES, PRECISIONS
 
 OP_CLASSES = ("gemm", "conv", "attention", "memory", "embedding", "collective", "optimizer",
               "other")
@@ -200,11 +200,15 @@ class HardwareSpec:
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (TFLOP/s, or TOP/s for integer formats); None if the
-        device has no full-rate engine for it. int4/nf4 weight-only formats compute in 16 bit."""
+        device has no full-rate engine for it. int4/nf4 weight-only formats compute in 16 bit;
+        mxfp8 runs at the FP8 peak where the device has block-scaled (MX) tensor cores."""
         if precision not in PRECISIONS:
             raise InvalidArgumentError(
                 f"precision={precision!r} is not valid: expected one of {', '.join(PRECISIONS)}."
             )
+        required = PRECISION_REQUIRES.get(precision)
+        if required is not None and getattr(self, required) is None:
+            return None
         # NF4 has no column of its own: its GEMMs run in BF16 on dequantised weights.
         column = PRECISION_COLUMN[precision] or PRECISION_COLUMN["bf16"]
         return getattr(self, column)

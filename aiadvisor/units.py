@@ -13,11 +13,33 @@ TERA = 1e12
 #: the usual GPTQ/AWQ checkpoint setting; nf4: bitsandbytes' fixed 4-bit blocksize of 64.
 QUANT_GROUP_SIZE = {"int4": 128, "nf4": 64}
 
+#: Elements sharing one scale in the block-scaled float formats (microscaling).
+#:
+#: * MX formats (OCP "Microscaling Formats (MX) v1.0" specification): one 8-bit power-of-two
+#:   scale (E8M0) per block of 32 elements; MXFP8 elements are FP8 E4M3 or E5M2, MXFP4 elements
+#:   FP4 E2M1 (TransformerEngine "MXFP8" recipe page: "a local E8M0 scaling factor shared by a
+#:   block of 32 elements").
+#: * NVFP4 (NVIDIA technical blog "Introducing NVFP4 for Efficient and Accurate Low-Precision
+#:   Inference", 2025; Intel Neural Compressor's NVFP4 table): FP4 E2M1 elements, one FP8 E4M3
+#:   scale per block of 16 and one FP32 scale per tensor.
+MX_BLOCK_SIZE = 32
+NVFP4_BLOCK_SIZE = 16
+
+#: Bits per element of each 4-bit float format, block scales included (the FP32 per-tensor
+#: scale of NVFP4 is 32 bits for a whole tensor: under 1e-5 bit per element).
+#: NVFP4 4 + 8/16 = 4.5 bits; MXFP4 4 + 8/32 = 4.25 bits.
+FP4_FORMAT_BITS = {"nvfp4": 4 + 8 / NVFP4_BLOCK_SIZE, "mxfp4": 4 + 8 / MX_BLOCK_SIZE}
+
 #: Bits per stored weight, quantization constants included (what weight memory and weight reads
 #: are sized with, everywhere: profiler, planner, cost model, tactics):
 #:
 #: * fp8 and int8 (per-tensor or per-output-channel scales): one 16- or 32-bit scale per row
 #:   of thousands of weights, under 0.01 bit each: 8 bits.
+#: * mxfp8: 8 bits + one E8M0 scale per 32: 8 + 8/32 = 8.25 bits.
+#: * fp4: the device's 4-bit float format; NVFP4 (NVIDIA Blackwell: TensorRT-LLM, Transformer
+#:   Engine, vLLM) at 4.5 bits here, the larger of the two. MXFP4 devices (AMD CDNA4, AWS
+#:   Trainium3) store 4.25 bits: :func:`aiadvisor.hardware.support.fp4_bits` gives a device's
+#:   figure, which serving memory and the cost model's GEMM bytes use.
 #: * int4: 4 bits + one bf16 scale and one bf16 zero point per group of 128 (torchao tinygemm
 #:   layout, ``scales_and_zeros``): 4 + 32/128 = 4.25 bits. GPTQ/AWQ checkpoints pack the zero
 #:   point in 4 bits (fp16 scale + 4-bit zero = 20 bits per group): 4.16 bits, 2 % less.
@@ -31,15 +53,21 @@ WEIGHT_BITS = {
     "bf16": 16.0,
     "fp16": 16.0,
     "fp8": 8.0,
+    "mxfp8": 8 + 8 / MX_BLOCK_SIZE,
+    "fp4": FP4_FORMAT_BITS["nvfp4"],
     "int8": 8.0,
     "int4": 4 + (16 + 16) / QUANT_GROUP_SIZE["int4"],
     "nf4": 4 + 8 / QUANT_GROUP_SIZE["nf4"] + 32 / (QUANT_GROUP_SIZE["nf4"] * 256),
 }
 
-#: Bytes per stored weight (``WEIGHT_BITS / 8``): int4 0.53125, nf4 0.51587.
+#: Bytes per stored weight (``WEIGHT_BITS / 8``): mxfp8 1.03125, fp4 0.5625, int4 0.53125,
+#: nf4 0.51587.
 WEIGHT_BYTES = {p: bits / 8 for p, bits in WEIGHT_BITS.items()}
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+#: ``mxfp8``: FP8 with MX block scales (the TransformerEngine ``MXFP8BlockScaling`` recipe),
+#: at the FP8 peak on block-scaled tensor cores. ``fp4``: W4A4 in the device's 4-bit float
+#: format (NVFP4 or MXFP4), inference and serving only.
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4")
 MODES = ("train", "infer")
 #: Modes ``advise`` and ``%advise`` take: the profiled steps, and ``generate`` (LLM prefill +
 #: decode, captured with ``aa.profile_generation``; its prompt forward is an ``infer`` profile).
@@ -64,12 +92,21 @@ FUSED_SUFFIX = "[fused]"
 
 #: Hardware-spec column holding each precision's dense peak (TFLOP/s; TOP/s for the integer
 #: formats). The one copy: the schema, the catalog, the support levels and the benchmark read it.
-#: NF4 has no engine anywhere (weights are dequantised to 16 bit), so it has no column.
+#: NF4 has no engine anywhere (weights are dequantised to 16 bit), so it has no column. MXFP8
+#: runs at the FP8 peak, but only on block-scaled (MX) tensor cores: :data:`PRECISION_REQUIRES`.
 PRECISION_COLUMN = {
     "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
-    "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "int4_tops",
-    "nf4": None,
+    "fp16": "fp16_tflops", "fp8": "fp8_tflops", "mxfp8": "fp8_tflops", "fp4": "fp4_tflops",
+    "int8": "int8_tops", "int4": "int4_tops", "nf4": None,
 }
+#: A second column that must hold a figure before a precision counts as native. MXFP8 needs the
+#: block-scaled matrix engine that every device with a dense FP4 figure in the catalog has:
+#: NVIDIA Blackwell ("native hardware acceleration on Blackwell GPUs (SM 10.0+)",
+#: TransformerEngine MXFP8 recipe page), AMD CDNA4 (MI355X: MXFP8/MXFP6/MXFP4 in its f8f6f4
+#: MFMA instructions; torchao's mx_formats README runs MXFP8 training on MI355X through
+#: hipBLASLt) and AWS Trainium3 ("2,517 MXFP8/MXFP4 TFLOPS", Neuron architecture guide).
+#: Hopper and Ada have FP8 but no block-scaled engine: MXFP8 is not native there.
+PRECISION_REQUIRES = {"mxfp8": PRECISION_COLUMN["fp4"]}
 
 
 def fmt_bytes(num_bytes: float) -> str:

@@ -50,8 +50,8 @@ def test_report_fields(report):
                               "precision": "fp32", "batch_size": 32, "seq_len": None,
                               "mode": "train", "budget_usd_per_hour": None, "price": None}
     assert len(report.hardware) == len(aa.hardware.all_specs())
-    assert list(report.precision["precision"]) == ["fp32", "tf32", "bf16", "fp16", "fp8", "int8",
-                                                   "int4", "nf4"]
+    assert list(report.precision["precision"]) == ["fp32", "tf32", "bf16", "fp16", "fp8",
+                                                   "mxfp8", "fp4", "int8", "int4", "nf4"]
     assert report.parallel.iloc[0]["strategy"] == "ddp"
     assert report.recommendations and all(isinstance(r, Recommendation)
                                           for r in report.recommendations)

@@ -126,6 +126,95 @@ with torch.inference_mode():
     output = $call
 '''
 
+MXFP8_TE = '''\
+# Assumes: $model on a GPU with block-scaled tensor cores (NVIDIA Blackwell, compute capability
+# >= 10.0), $inputs, $optimizer and $loss_fn(output) -> scalar loss, trained under bf16 autocast.
+# pip install transformer_engine[pytorch]. MXFP8: FP8 (E4M3) values with one power-of-two (E8M0)
+# scale per 32, computed on the fly (Transformer Engine's MXFP8BlockScaling recipe). Eligible
+# Linear layers become te.Linear (weights copied); the optimizer is rebuilt over them. Do this
+# before training starts (the new optimizer has empty state).
+import inspect
+
+import torch
+import transformer_engine.pytorch as te
+from transformer_engine.common.recipe import MXFP8BlockScaling
+''' + _REMAKE_OPTIMIZER + '''
+
+def _to_te_linear(module):
+    # MX blocks run along both GEMM dimensions: both must be multiples of 32. Small layers gain
+    # less than the quantization costs: they stay in bf16.
+    for name, child in module.named_children():
+        if (
+            isinstance(child, torch.nn.Linear)
+            and child.in_features % 32 == 0
+            and child.out_features % 32 == 0
+            and min(child.in_features, child.out_features) >= $v_min_features
+        ):
+            new = te.Linear(child.in_features, child.out_features, bias=child.bias is not None,
+                            params_dtype=child.weight.dtype, device=child.weight.device)
+            with torch.no_grad():
+                new.weight.copy_(child.weight)
+                if child.bias is not None:
+                    new.bias.copy_(child.bias)
+            setattr(module, name, new)
+        else:
+            _to_te_linear(child)
+
+
+_to_te_linear($model)
+$optimizer = _same_optimizer($optimizer, $model.parameters())
+recipe = MXFP8BlockScaling()
+
+
+def _mxfp8():
+    # te.autocast in current Transformer Engine; older releases call it fp8_autocast.
+    if hasattr(te, "autocast"):
+        return te.autocast(enabled=True, recipe=recipe)
+    return te.fp8_autocast(enabled=True, fp8_recipe=recipe)
+
+
+def train_step():
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16), _mxfp8():
+        output = $call
+        loss = $loss_fn(output)
+    loss.backward()
+    $optimizer.step()
+    $optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+
+# Call train_step() in your training loop.
+'''
+
+FP4_INFER = '''\
+# Assumes: $model and $inputs, inference on an NVIDIA Blackwell GPU (FP4 tensor cores, compute
+# capability >= 10.0). pip install torchao (prototype API, checked against torchao 0.18; older
+# releases call the config NVFP4InferenceConfig). W4A4 NVFP4: weights and activations in E2M1
+# with an E4M3 scale per 16 values and an FP32 scale per tensor (4.5 bits each); attention and
+# norms stay bf16. 4-bit activations cost accuracy: evaluate on your data, or serve an NVFP4
+# checkpoint calibrated with NVIDIA Model Optimizer or llm-compressor.
+import torch
+from torchao.prototype.mx_formats import NVFP4DynamicActivationNVFP4WeightConfig
+from torchao.quantization import quantize_
+
+
+def _fp4_eligible(module, fqn):
+    # NVFP4 GEMMs need both weight dimensions divisible by 16.
+    return (
+        isinstance(module, torch.nn.Linear)
+        and module.in_features % 16 == 0
+        and module.out_features % 16 == 0
+    )
+
+
+$model = $model.to(torch.bfloat16).eval()
+# use_triton_kernel=True fuses the activation quantization (needs the MSLK package).
+quantize_($model, NVFP4DynamicActivationNVFP4WeightConfig(use_triton_kernel=False),
+          filter_fn=_fp4_eligible)
+$model = torch.compile($model, fullgraph=True)
+with torch.inference_mode():
+    output = $call
+'''
+
 INT8_GPU = '''\
 # Assumes: $model and $inputs, inference on a GPU with int8 tensor cores. pip install torchao.
 # Linear weights in int8 (one scale per channel), activations quantized per token on the fly
@@ -946,6 +1035,8 @@ SNIPPETS: dict[str, Snippet] = {
     "autocast_infer": Snippet(template=AUTOCAST_INFER),
     "fp8": Snippet(template=FP8_TORCHAO, requires=("torchao",), needs_cuda=True),
     "fp8_infer": Snippet(template=FP8_INFER, requires=("torchao",), needs_cuda=True),
+    "mxfp8": Snippet(template=MXFP8_TE, requires=("transformer_engine",), needs_cuda=True),
+    "fp4_infer": Snippet(template=FP4_INFER, requires=("torchao",), needs_cuda=True),
     "int8_gpu": Snippet(template=INT8_GPU, requires=("torchao",), needs_cuda=True),
     "channels_last": Snippet(template=CHANNELS_LAST),
     "torch_compile": Snippet(template=TORCH_COMPILE),

@@ -23,6 +23,8 @@ from .precision import (
     GEMM_ACT_BYTES,
     MEASURED_PRECISIONS,
     MEMORY_ACT_BYTES,
+    block_format_note,
+    check_mode,
     check_precision,
     gemm_peak_tflops,
     uses_matrix_engine,
@@ -245,9 +247,10 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     hardware : str or HardwareSpec
         A catalog name (``"H100"``), a spec, or ``"local"`` (the attached device, benchmarked
         once; its measured matmul curve and bandwidth replace the learned efficiency).
-    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"}
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4"}
         Compute precision. The profile's bytes are converted from its traced dtype (see
-        :mod:`aiadvisor.costmodel.precision`); GEMMs use that precision's dense peak.
+        :mod:`aiadvisor.costmodel.precision`); GEMMs use that precision's dense peak. ``fp4``
+        (W4A4 in NVFP4 or MXFP4, the device's format) is for inference only.
     num_devices : int
         Devices in total; without ``parallel`` the batch is split data-parallel (DDP).
     parallel : ParallelConfig, optional
@@ -293,6 +296,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     parallel = _parallel_for(num_devices, parallel)
     spec = resolve_hardware(hardware)
     check_precision(spec, precision)
+    check_mode(prof.mode, precision)
     model = model or load_model()
     network = _network(spec, fabric, node_size, parallel.num_devices)
     parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network)
@@ -308,6 +312,9 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         notes.append(f"bf16 GEMMs on this CPU's matrix unit (AMX) at {CPU_MATRIX_UNIT_FRACTION:.0%}"
                      " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"
                      " benchmark it, hardware='local', to measure).")
+    format_note = block_format_note(spec, precision)
+    if format_note:
+        notes.append(format_note)
     pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
     return _corrected(pred, spec) if correction and spec.measured else pred
 
@@ -459,7 +466,8 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
     specs : sequence of HardwareSpec, optional
         Devices (default: every catalog row, :func:`aiadvisor.hardware.all_specs`).
     precisions : sequence of str, optional
-        Default: all of ``fp32, tf32, bf16, fp16, fp8, int8, int4, nf4``.
+        Default: all of ``fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int4, nf4`` (fp4
+        left out for a training profile).
     num_devices : int
         Devices per configuration; without ``parallel`` the batch is split data-parallel (DDP).
     parallel : ParallelConfig, optional
@@ -487,12 +495,15 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
         from ..hardware import all_specs
 
         specs = all_specs()
-    precisions = list(precisions or PRECISIONS)
+    # FP4 is not offered for training (check_mode): left out unless asked for, refused if so.
+    precisions = list(precisions or [p for p in PRECISIONS
+                                     if not (prof.mode == "train" and p == "fp4")])
     for p in precisions:
         if p not in PRECISIONS:
             from ..errors import check_choice
 
             check_choice("precision", p, PRECISIONS)
+        check_mode(prof.mode, p)
     model = model or load_model()
     specs = list(specs)
     networks = [_network(s, fabric, node_size, parallel.num_devices) for s in specs]
@@ -548,7 +559,7 @@ def _device_subset(devs, idx):
         elif isinstance(v, dict):
             values[f.name] = {k: a[idx] for k, a in v.items()}
         else:
-            values[f.name] = v[idx]
+            values[f.name] = None if v is None else v[idx]
     return type(devs)(**values)
 
 

@@ -18,7 +18,13 @@ import numpy as np
 from ..schema import HardwareSpec
 from .facts import cpu_matrix_log_adjustment, matmul_log_adjustment
 from .model import LOW_POWER_TDP_W, EfficiencyModel
-from .precision import gemm_peak_tflops, uses_matrix_engine, vector_peak_tflops
+from .precision import (
+    attention_peak_tflops,
+    gemm_bytes_scale,
+    gemm_peak_tflops,
+    uses_matrix_engine,
+    vector_peak_tflops,
+)
 
 #: Per-op fixed cost when the spec has no measured figure: eager PyTorch on a GPU keeps about one
 #: kernel in flight per few microseconds of host dispatch (PyTorch's own RuntimeEstimator ignores
@@ -97,6 +103,14 @@ class DeviceArrays:
     interconnect_gbs: np.ndarray
     """Vendor per-device interconnect figure (both directions added), GB/s."""
     matmul_adjust: np.ndarray
+    attention_peak_tflops: np.ndarray | None = None
+    """Peak of the attention core's engine where it differs from ``gemm_peak_tflops`` (None:
+    the same): 16 bit under ``fp4`` (:func:`~aiadvisor.costmodel.precision.
+    attention_peak_tflops`)."""
+    gemm_bytes_scale: np.ndarray | None = None
+    """Multiplier of GEMM-like ops' bytes on each device (None: 1): ``fp4`` on an MXFP4 device
+    moves 4.25/4.5 of the NVFP4 bytes the work was converted to
+    (:func:`~aiadvisor.costmodel.precision.gemm_bytes_scale`)."""
 
 
 def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: EfficiencyModel,
@@ -119,6 +133,10 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
         # Tensor cores: published MAMF fractions; CPU matrix units (AMX): their measured share.
         matmul_adjust=np.where(matrix, cols.matmul_adjust,
                                [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
+        attention_peak_tflops=(np.array([attention_peak_tflops(s, precision) for s in specs],
+                                        float)[:, None] if precision == "fp4" else None),
+        gemm_bytes_scale=(np.array([gemm_bytes_scale(s, precision) for s in specs],
+                                   float)[:, None] if precision == "fp4" else None),
     )
 
 

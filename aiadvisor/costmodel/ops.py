@@ -10,6 +10,7 @@ from ..hardware.calibrate import base_op
 from ..schema import ModelProfile, ParallelConfig
 from ..units import WEIGHT_BYTES
 from .precision import (
+    ATTENTION_ACT_BYTES,
     AUTOCAST_FP32_OPS,
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
@@ -196,7 +197,8 @@ def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarra
     """Per-op multiplier from traced bytes to bytes at ``precision`` (the rules are in the
     docstring of :mod:`aiadvisor.costmodel.precision`)."""
     trace = np.where(ops.trace_bytes_per_element > 0, ops.trace_bytes_per_element, 1.0)
-    gemm = np.full(len(ops), GEMM_ACT_BYTES[precision]) / trace
+    attention = ops.gemm_like & ops.attention_core
+    gemm = np.where(attention, ATTENTION_ACT_BYTES[precision], GEMM_ACT_BYTES[precision]) / trace
     if traced_in_16_bit(prof):
         # The trace already ran under autocast: its FP32 ops (norms, residual stream, casts)
         # stay as traced for any 16-bit-or-narrower target; an FP32 target widens the 16-bit

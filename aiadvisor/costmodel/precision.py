@@ -5,8 +5,11 @@ precision converts each op's bytes by element size:
 
 * GEMM-like ops (gemm, conv, attention) read and write activations and weights in the compute
   dtype: an FP32 trace predicted in BF16 halves their bytes (4 -> 2 bytes per element); FP8 and
-  INT8 feed the matrix engine one byte per element; INT4/NF4 are weight-only formats: activations
-  stay 16 bit and only the weights shrink (see :func:`weight_bytes_per_element`).
+  INT8 feed the matrix engine one byte per element (MXFP8 1.03: a scale per 32); FP4 is W4A4:
+  weights and activations at 4.5 bits (NVFP4; MXFP4 devices 4.25, through
+  :attr:`~aiadvisor.costmodel.devices.DeviceArrays.gemm_bytes_scale`); INT4/NF4 are weight-only
+  formats: activations stay 16 bit and only the weights shrink (see
+  :func:`weight_bytes_per_element`).
 * Memory-bound ops (elementwise, norms, embedding) move 16-bit activations under BF16/FP16 and
   under the 8/4-bit formats (their activations are 16 bit), except the ops autocast keeps in FP32
   (norms, softmax, losses): they read 16 bit and write 32 bit, 3 bytes per element on average.
@@ -24,12 +27,20 @@ from ..errors import UnsupportedPrecisionError, check_choice
 from ..schema import HardwareSpec
 from ..units import PRECISIONS, WEIGHT_BYTES
 
-#: Bytes per element of GEMM operands (activations) in each precision.
-GEMM_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
+#: Bytes per element of GEMM operands (activations) in each precision; the block-scaled formats
+#: carry their scales (:data:`~aiadvisor.units.WEIGHT_BYTES`: MXFP8 8.25 bits, FP4 4.5 bits).
+GEMM_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0,
+                  "mxfp8": WEIGHT_BYTES["mxfp8"], "fp4": WEIGHT_BYTES["fp4"], "int8": 1.0,
                   "int4": 2.0, "nf4": 2.0}
-#: Bytes per element of activations outside the GEMMs.
-MEMORY_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "int8": 2.0,
-                    "int4": 2.0, "nf4": 2.0}
+#: Bytes per element of the attention core's operands (Q, K, V, scores, whether one fused op or
+#: eager batched GEMMs): the GEMM operand size, except under FP4, where only the linear layers
+#: are W4A4 and attention runs in 16 bit (the NVFP4 recipes quantize linear layers: NVIDIA
+#: TensorRT Model Optimizer, llm-compressor's W4A4 scheme).
+ATTENTION_ACT_BYTES = {**GEMM_ACT_BYTES, "fp4": 2.0}
+#: Bytes per element of activations outside the GEMMs (norms, activations, residuals stay 16 bit
+#: under the 8- and 4-bit formats).
+MEMORY_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "mxfp8": 2.0,
+                    "fp4": 2.0, "int8": 2.0, "int4": 2.0, "nf4": 2.0}
 DTYPE_BYTES = {"float32": 4.0, "float64": 8.0, "bfloat16": 2.0, "float16": 2.0,
                "float8_e4m3fn": 1.0, "float8_e5m2": 1.0}
 
@@ -46,6 +57,8 @@ AUTOCAST_FP32_OPS = frozenset({
 #: Precisions a device may run GEMMs in natively, in order of preference when suggesting a
 #: replacement for an unsupported one (nearest first).
 NEAREST = {
+    "fp4": ("fp8", "int4", "nf4", "int8", "bf16", "fp16", "fp32"),
+    "mxfp8": ("fp8", "bf16", "fp16", "int8", "tf32", "fp32"),
     "fp8": ("bf16", "fp16", "int8", "tf32", "fp32"),
     "int8": ("fp8", "bf16", "fp16", "fp32"),
     "int4": ("nf4", "int8", "fp8", "bf16", "fp16", "fp32"),
@@ -77,6 +90,15 @@ def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     return _positive(spec.peak_tflops(precision))
 
 
+def attention_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
+    """Dense peak the attention core runs at: the GEMM engine's, except under FP4, where it
+    runs in 16 bit (:data:`ATTENTION_ACT_BYTES`): BF16 or FP16, else the vector peak."""
+    if precision != "fp4":
+        return gemm_peak_tflops(spec, precision)
+    return (_positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
+            or vector_peak_tflops(spec))
+
+
 def vector_peak_tflops(spec: HardwareSpec) -> float:
     """Peak of the vector (non-matrix) units, for memory-bound ops: FP32 SIMT where published.
 
@@ -100,22 +122,116 @@ def supported_precisions(spec: HardwareSpec) -> tuple[str, ...]:
     return tuple(p for p in PRECISIONS if gemm_peak_tflops(spec, p))
 
 
+#: Why a precision is missing where its column is blank (default: no dense figure).
+_MISSING = {
+    "fp4": "no FP4 tensor cores (no dense fp4 figure in its spec; NVFP4/MXFP4 need NVIDIA "
+           "Blackwell, AMD CDNA4 or AWS Trainium3)",
+    "mxfp8": "no block-scaled (MX) tensor cores: MXFP8 needs NVIDIA Blackwell, AMD CDNA4 or "
+             "AWS Trainium3 (a dense fp8 and fp4 figure in its spec)",
+}
+
+
 def check_precision(spec: HardwareSpec, precision: str) -> str:
-    """Return ``precision`` if ``spec`` can run it, else raise with the nearest supported one."""
+    """Return ``precision`` if ``spec`` can run it, else raise with the nearest supported one.
+
+    >>> from aiadvisor.hardware import get
+    >>> check_precision(get("B200"), "fp4")
+    'fp4'
+    >>> check_precision(get("H100 SXM"), "fp4")
+    Traceback (most recent call last):
+    ...
+    aiadvisor.errors.UnsupportedPrecisionError: precision='fp4' is not supported on 'NVIDIA H100
+    SXM': it has no FP4 tensor cores ... Use precision='fp8' instead (or 'int4' for 4-bit weights
+    computed in 16 bit).
+    """
     check_choice("precision", precision, PRECISIONS)
     if gemm_peak_tflops(spec, precision):
         return precision
     supported = supported_precisions(spec)
     nearest = next((p for p in NEAREST[precision] if p in supported), None)
-    fix = f" Use precision={nearest!r} instead." if nearest else ""
+    fix = f" Use precision={nearest!r} instead" if nearest else ""
+    if precision == "fp4" and nearest not in (None, "int4") and "int4" in supported:
+        fix += " (or 'int4' for 4-bit weights computed in 16 bit)"
+    why = _MISSING.get(precision, f"no {precision} engine (no dense {precision} figure in its "
+                                  "spec)")
     raise UnsupportedPrecisionError(
-        f"precision={precision!r} is not supported on {spec.name!r}: it has no {precision} engine "
-        f"(no dense {precision} figure in its spec). Supported here: "
-        f"{', '.join(supported) or 'none'}.{fix}"
+        f"precision={precision!r} is not supported on {spec.name!r}: it has {why}. Supported "
+        f"here: {', '.join(supported) or 'none'}.{fix}{'.' if fix else ''}"
     )
 
 
-def weight_bytes_per_element(precision: str) -> float:
+#: Why FP4 is not offered for training (the precision table's note, the errors).
+FP4_TRAINING_NOTE = (
+    "FP4 (NVFP4/MXFP4) is offered for inference and serving only: 4-bit training needs recipes "
+    "that are not yet standard (random Hadamard transforms, stochastic rounding of gradients, "
+    "some layers kept in bf16: NVIDIA's NVFP4 pretraining report, arXiv 2509.25149)")
+
+
+def check_mode(mode: str, precision: str) -> None:
+    """Raise when a ``mode="train"`` step asks for ``fp4`` (:data:`FP4_TRAINING_NOTE`).
+
+    FP4 training is not yet a standard mixed-precision recipe: NVIDIA's NVFP4 pretraining
+    ("Pretraining Large Language Models with NVFP4", arXiv 2509.25149) needs random Hadamard
+    transforms, 2D weight scaling, stochastic rounding of gradients and some layers kept in
+    BF16, and torchao lists its NVFP4/MXFP4 training as prototype. The weight-only formats
+    are refused for training where memory is planned (:func:`aiadvisor.recommend.memory.
+    state_bytes_per_param`).
+
+    >>> check_mode("infer", "fp4")
+    >>> check_mode("train", "fp4")
+    Traceback (most recent call last):
+    ...
+    aiadvisor.errors.UnsupportedPrecisionError: precision='fp4' is not valid for training: ...
+    """
+    if mode == "train" and precision == "fp4":
+        raise UnsupportedPrecisionError(
+            f"precision='fp4' is not valid for training: {FP4_TRAINING_NOTE}. Train in "
+            "'mxfp8', 'fp8' or 'bf16', then quantize to fp4 for serving.")
+
+
+def weight_bytes_per_element(precision: str, spec: HardwareSpec | None = None) -> float:
     """Bytes per stored weight in ``precision``, block scales included
-    (:data:`aiadvisor.units.WEIGHT_BYTES`, where the group sizes are derived)."""
+    (:data:`aiadvisor.units.WEIGHT_BYTES`, where the group sizes are derived); ``fp4`` on
+    ``spec`` takes the device's format (NVFP4 4.5 bits, MXFP4 4.25).
+
+    >>> from aiadvisor.hardware import get
+    >>> weight_bytes_per_element("fp4"), weight_bytes_per_element("fp4", get("MI355X"))
+    (0.5625, 0.53125)
+    """
+    if precision == "fp4" and spec is not None:
+        from ..hardware.support import fp4_bits
+
+        return fp4_bits(spec) / 8
     return WEIGHT_BYTES[precision]
+
+
+def gemm_bytes_scale(spec: HardwareSpec, precision: str) -> float:
+    """How ``spec``'s GEMM operand bytes at ``precision`` differ from :data:`GEMM_ACT_BYTES`
+    (attention excepted): ``fp4`` on an MXFP4 device moves 4.25 / 4.5 of NVFP4's bytes; 1
+    otherwise."""
+    if precision != "fp4":
+        return 1.0
+    return weight_bytes_per_element("fp4", spec) / WEIGHT_BYTES["fp4"]
+
+
+def block_format_note(spec: HardwareSpec, precision: str) -> str | None:
+    """What a prediction in a block-scaled format assumes on ``spec`` (None for the others).
+
+    >>> from aiadvisor.hardware import get
+    >>> block_format_note(get("MI355X"), "fp4")[:60]
+    'fp4 = MXFP4 on AMD Instinct MI355X (E2M1 values, one E8M0 sc'
+    """
+    from ..hardware.support import fp4_bits, fp4_format
+
+    if precision == "fp4":
+        fmt = fp4_format(spec)
+        scales = ("one E4M3 scale per 16 and an FP32 scale per tensor" if fmt == "nvfp4"
+                  else "one E8M0 scale per 32")
+        return (f"fp4 = {(fmt or 'nvfp4').upper()} on {spec.name} (E2M1 values, {scales}: "
+                f"{fp4_bits(spec):g} bits per element): linear-layer GEMMs W4A4 at the dense FP4 "
+                "peak; attention, norms and the other ops in 16 bit.")
+    if precision == "mxfp8":
+        return (f"mxfp8 = FP8 (E4M3) with one E8M0 scale per 32 elements "
+                f"({WEIGHT_BYTES['mxfp8'] * 8:g} bits): GEMMs at the dense FP8 peak on "
+                "block-scaled tensor cores; the other ops in 16 bit.")
+    return None

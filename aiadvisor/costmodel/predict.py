@@ -39,7 +39,8 @@ from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
 _QUANTILE_SIGN = np.array([-1.0, 0.0, 1.0])  # P10, P50, P90
 #: Extra spread of the log slow-down when a device is unlike the training devices (w -> 0).
 UNFAMILIAR_SPREAD = 0.4
-#: Extra spread when the precision has no measured data (TF32, FP8, INT8, INT4, NF4).
+#: Extra spread when the precision has no measured data (TF32, FP8, MXFP8, FP4, INT8, INT4,
+#: NF4).
 UNMEASURED_PRECISION_SPREAD = 0.25
 #: Communication time interval: the alpha-beta fit is within this band of Vidur's NCCL times
 #: for messages over 1 MB (bench/costmodel_collectives.py).
@@ -124,6 +125,22 @@ def _model_keys(model: EfficiencyModel, base_keys: np.ndarray, low_power: bool) 
     return np.array([mapping[k] for k in base_keys])
 
 
+def attention_ops(work: DeviceWork) -> np.ndarray:
+    """The attention core among the matrix-engine ops: fused attention, and the batched GEMMs
+    of eager attention (scores and weighted sum)."""
+    return (work.op_class == "attention") | ((work.op_class == "gemm") & work.attention_core)
+
+
+def device_bytes(work: DeviceWork, devs: DeviceArrays) -> np.ndarray:
+    """Bytes per call of each op, (N,), or (D, N) where a device's format moves other bytes
+    than the work was converted to (:attr:`DeviceArrays.gemm_bytes_scale`: FP4 on MXFP4, on
+    the W4A4 GEMMs, not on the 16-bit attention)."""
+    if devs.gemm_bytes_scale is None:
+        return work.bytes_per_call
+    w4a4 = np.isin(work.op_class, ("gemm", "conv")) & ~attention_ops(work)
+    return work.bytes_per_call * np.where(w4a4, devs.gemm_bytes_scale, 1.0)
+
+
 def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
                   *, measured_precision: bool) -> tuple[np.ndarray, np.ndarray]:
     """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), and the
@@ -136,9 +153,13 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
     # 3.7x their FP32 time.
     cpu = np.array([spec.kind == "cpu" for spec in devs.specs])[:, None]
     engine_op = gemm_like[None, :] & ~(cpu & (work.op_class == "attention")[None, :])
-    peak = np.where(engine_op, devs.gemm_peak_tflops, devs.vector_peak_tflops)
+    engine_peak = devs.gemm_peak_tflops
+    if devs.attention_peak_tflops is not None:
+        engine_peak = np.where(attention_ops(work)[None, :], devs.attention_peak_tflops,
+                               devs.gemm_peak_tflops)
+    peak = np.where(engine_op, engine_peak, devs.vector_peak_tflops)
     f1, f2 = op_features(work.flops_per_call / work.feature_divisor,
-                         work.bytes_per_call / work.feature_divisor, peak, devs.bw_gbs)
+                         device_bytes(work, devs) / work.feature_divisor, peak, devs.bw_gbs)
     y = np.zeros((len(QUANTILES),) + f1.shape)
     for engine, low_power in ((False, False), (False, True), (True, False), (True, True)):
         rows = (devs.matrix_engine[:, 0] == engine) & (devs.low_power[:, 0] == low_power)
@@ -208,7 +229,7 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
                 y_memory[:, d, :] = MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
                 y_launch[:, d, :] = 0.0
     compute_s = work.flops_per_call / (peak * 1e12) * np.exp(y_compute)
-    memory_s = work.bytes_per_call / (devs.bw_gbs * 1e9) * np.exp(y_memory)
+    memory_s = device_bytes(work, devs) / (devs.bw_gbs * 1e9) * np.exp(y_memory)
     compute_bound = compute_s >= memory_s
     body = np.maximum(compute_s, memory_s) * work.count
     parts = {

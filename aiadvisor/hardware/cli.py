@@ -18,7 +18,8 @@ _TABLE = (
     ("memory_gb", "mem GB", "{:g}"),
     ("memory_bw_gbs", "mem GB/s", "{:g}"), ("fp32_tflops", "fp32", "{:g}"),
     ("bf16_tflops", "bf16", "{:g}"), ("fp16_tflops", "fp16", "{:g}"),
-    ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("tdp_w", "W", "{:g}"),
+    ("fp8_tflops", "fp8", "{:g}"), ("int8_tops", "int8", "{:g}"), ("fp4_tflops", "fp4", "{:g}"),
+    ("tdp_w", "W", "{:g}"),
     ("usd_purchase", "buy $", "{:g}"), ("usd_per_hour", "$/h", "{:g}"),
 )
 #: Printed after the others when a budget is given: the cost the budget was compared with.

@@ -18,7 +18,10 @@ from typing import Any
 from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
 from ..schema import ModelProfile
 from ..units import (
+    FP4_FORMAT_BITS,
     MODES,
+    MX_BLOCK_SIZE,
+    NVFP4_BLOCK_SIZE,
     OPTIMIZER_TRAFFIC,
     OPTIMIZERS,
     PRECISIONS,
@@ -52,10 +55,11 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
         under ``torch.no_grad()``.
     optimizer : {"adamw", "adam", "sgd", "sgd_momentum", "none"}
         Optimizer whose state and step are added in training.
-    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"}
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4"}
         ``bf16``/``fp16`` trace under ``torch.autocast`` (mixed precision with FP32 master
         weights in training; half-precision weights in inference). 8- and 4-bit formats store
-        weight matrices in that many bits (inference) and compute in bf16.
+        weight matrices in that many bits, block scales included (inference), and trace in
+        bf16; the cost model prices their GEMMs in the format.
     measure : bool
         Also time ``measure_steps`` real steps on the model's device (median after a warm-up)
         and record the real peak memory; everything touched is restored.
@@ -375,6 +379,11 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
 _WEIGHT_NOTE = {
     "bf16": "2 bytes each", "fp16": "2 bytes each",
     "fp8": "weight matrices 1 byte, other tensors 2 bytes",
+    "mxfp8": f"weight matrices {WEIGHT_BITS['mxfp8']:g} bits (FP8 + an E8M0 scale per "
+             f"{MX_BLOCK_SIZE}), other tensors 2 bytes",
+    "fp4": f"weight matrices {WEIGHT_BITS['fp4']:g} bits (NVFP4: E2M1 + an E4M3 scale per "
+           f"{NVFP4_BLOCK_SIZE}; MXFP4 devices store {FP4_FORMAT_BITS['mxfp4']:g}), other "
+           "tensors 2 bytes",
     "int8": "weight matrices 1 byte, other tensors 2 bytes",
     "int4": f"weight matrices {WEIGHT_BITS['int4']:.3g} bits (4 bits + a 16-bit scale and zero "
             f"point per group of {QUANT_GROUP_SIZE['int4']}), other tensors 2 bytes",

@@ -197,9 +197,12 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
                      "format; predictions use fp32 and are unreliable.")
         return "fp32"
     if chosen != requested:
-        why = ("it is a weight-only inference format" if mode == "train"
-               and requested in ("int8", "int4", "nf4")
-               else f"{spec.name} has no {requested} engine")
+        if mode == "train" and requested in ("int8", "int4", "nf4"):
+            why = "it is a weight-only inference format"
+        elif mode == "train" and requested == "fp4":
+            why = "fp4 is offered for inference and serving only"
+        else:
+            why = f"{spec.name} has no {requested} engine"
         notes.append(f"precision {requested!r} cannot be used here ({why}); the report uses "
                      f"{chosen!r}, the nearest supported precision.")
     return chosen

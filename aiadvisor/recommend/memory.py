@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..costmodel.precision import check_mode
 from ..errors import UnsupportedPrecisionError
 from ..schema import ModelProfile, ParallelConfig
 from ..units import WEIGHT_BYTES
@@ -37,7 +38,7 @@ HEADROOM_FRACTION = 0.10
 #: Devices per node: tensor parallelism stays within one node's fast links (NVLink/xGMI).
 DEVICES_PER_NODE = 8
 
-_MIXED = ("bf16", "fp16", "fp8")
+_MIXED = ("bf16", "fp16", "fp8", "mxfp8")
 
 #: Share of a layer's sequence-linear activations that tensor parallel without sequence
 #: parallelism keeps whole on every rank: 10 of 34 (Korthikanti et al. 2022, sec. 4.1).
@@ -73,8 +74,10 @@ def state_bytes_per_param(*, mode: str, precision: str,
                           optimizer: str) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trainable parameter.
 
-    Inference weights are sized by :data:`aiadvisor.units.WEIGHT_BYTES` (4-bit formats with
-    their block scales: int4 4.25 bits, nf4 4.127 bits per weight).
+    Inference weights are sized by :data:`aiadvisor.units.WEIGHT_BYTES` (formats with their
+    block scales: mxfp8 8.25 bits, fp4 4.5 bits (NVFP4; MXFP4 devices store 4.25), int4 4.25
+    bits, nf4 4.127 bits per weight). Training in mxfp8 is mixed precision like fp8 (16-bit
+    weights and gradients, fp32 master weights and state); fp4 is not offered for training.
 
     >>> state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw")
     (2, 2, 12)
@@ -85,6 +88,7 @@ def state_bytes_per_param(*, mode: str, precision: str,
     """
     if mode == "infer":
         return WEIGHT_BYTES[precision], 0, 0
+    check_mode(mode, precision)
     if precision in _WEIGHT_ONLY:
         raise UnsupportedPrecisionError(
             f"precision={precision!r} is not valid for training: {precision} is a weight-only "

@@ -44,16 +44,17 @@ if TYPE_CHECKING:
 #: backward does not capture): while Python issues every kernel (a host-bound step at small
 #: batch), faster kernels gain nothing, so they are priced on the replayed step.
 RULE_ORDER = ("fsdp_overlap", "cpu_threads", "sdpa", "fused_optimizer", "cuda_graphs", "fp8",
-              "channels_last", "torch_compile", "dataloader", "optimizer_8bit", "larger_batch",
-              "sparsity_24",
+              "mxfp8", "fp4", "channels_last", "torch_compile", "dataloader", "optimizer_8bit",
+              "larger_batch", "sparsity_24",
               "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
 #: Mutually exclusive tactics among :data:`RULE_ORDER`: one step, the fastest, with the others
-#: listed as its alternatives (low-precision formats of the weights; two ways to fuse kernels
-#: for inference; two ways to run more samples a step: a bigger batch or a serving engine).
-EXCLUSIVE = (("fp8", "weight_only_int4", "dynamic_int8"), ("torch_compile", "onnx_export"),
-             ("larger_batch", "serving"))
+#: listed as its alternatives (low-precision formats of the weights, FP8 with per-tensor or
+#: MX block scales and FP4 among them; two ways to fuse kernels for inference; two ways to run
+#: more samples a step: a bigger batch or a serving engine).
+EXCLUSIVE = (("fp8", "mxfp8", "fp4", "weight_only_int4", "dynamic_int8"),
+             ("torch_compile", "onnx_export"), ("larger_batch", "serving"))
 #: Components of a parallel plan, in the order they are added to plain data parallel.
 STRUCTURE_TACTICS = ("fsdp", "deepspeed_zero", "cpu_offload", "tensor_parallel",
                      "pipeline_parallel", "expert_parallel", "activation_checkpointing",
@@ -362,6 +363,8 @@ EFFECTS: dict[str, Callable[[State, Recommendation], State]] = {
     "sdpa": _with(transforms.fused_attention, saves=True),
     "channels_last": _with(transforms.channels_last_convs),
     "fp8": _precision("fp8"),
+    "mxfp8": _precision("mxfp8"),
+    "fp4": _precision("fp4"),
     "fused_optimizer": _with(transforms.fused_optimizer),
     "torch_compile": _with(transforms.fuse_elementwise),
     "onnx_export": _with(transforms.fuse_elementwise),

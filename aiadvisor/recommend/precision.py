@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..costmodel.precision import FP4_TRAINING_NOTE
 from ..errors import check_choice
-from ..hardware.support import support_level
+from ..hardware.support import fp4_bits, fp4_format, support_level
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import MODES, PRECISIONS
 from .memory import PartsSource, device_memory, usable_bytes
@@ -31,6 +32,16 @@ RISKS = {
     "fp8": ("E4M3 (max 448, 3 mantissa bits) forward, E5M2 gradients: needs scaling factors",
             ("per-tensor (delayed/current) or row-wise scaling recipes: Transformer Engine, "
             "torchao.float8; keep the first and last layers in bf16")),
+    "mxfp8": ("FP8 (E4M3) values with one power-of-two (E8M0) scale per 32: outliers only "
+              "affect their own block",
+              ("Transformer Engine's MXFP8BlockScaling recipe (block scales computed on the fly, "
+               "no amax history) on block-scaled tensor cores; keep the first and last layers "
+               "in bf16")),
+    "fp4": ("W4A4: weights and activations in E2M1 (values up to 6, 1 mantissa bit) with "
+            "block scales; accuracy loss depends on the model: calibrate and evaluate",
+            ("NVFP4 (a scale per 16 + a tensor scale) or MXFP4 (a scale per 32) checkpoints "
+             "from NVIDIA Model Optimizer, llm-compressor or AMD Quark; served by "
+             "TensorRT-LLM / vLLM")),
     "int8": ("weights and activations rounded to 256 levels; LLM activation outliers",
              ("per-channel weight scales + dynamic activation scales; LLM.int8() outlier "
              "decomposition or SmoothQuant for large language models")),
@@ -47,14 +58,16 @@ _TRAIN_ONLY_INFER = ("int8", "int4", "nf4")
 #: Where to go when a device lacks a precision: the other 16-bit format first (same memory,
 #: mixed precision either way), then wider formats.
 _NEAREST = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp16", "fp32"), "fp16": ("bf16", "fp32"),
-            "fp8": ("bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
+            "fp8": ("bf16", "fp16", "fp32"), "mxfp8": ("fp8", "bf16", "fp16", "fp32"),
+            "fp4": ("fp8", "bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
             "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32")}
 
 
 def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str | None:
     """The nearest precision the device runs at full rate: ``precision`` itself, else the
     first full-rate one of :data:`_NEAREST` (fp8 -> bf16 -> fp16 -> fp32). Training never
-    falls to a weight-only format: int8/int4/nf4 training means bf16.
+    falls to a weight-only format: int8/int4/nf4 training means bf16, and fp4 training (not
+    offered) the nearest of fp8 -> bf16.
 
     >>> from aiadvisor.hardware import get
     >>> fallback_precision(get("V100 SXM2 32GB"), "bf16", mode="train")
@@ -62,7 +75,8 @@ def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str 
     """
     if mode == "train" and precision in _TRAIN_ONLY_INFER:
         precision = "bf16"
-    for candidate in (precision, *_NEAREST[precision]):
+    first = () if mode == "train" and precision == "fp4" else (precision,)
+    for candidate in (*first, *_NEAREST[precision]):
         if support_level(spec, candidate) == "full":
             return candidate
     return None
@@ -96,16 +110,35 @@ def best_precision(spec: HardwareSpec, *, mode: str) -> str | None:
 def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) -> tuple[bool, str]:
     if prof.mode == "train" and precision in _TRAIN_ONLY_INFER:
         return False, "inference format: weight-only quantization, not for training"
+    if prof.mode == "train" and precision == "fp4":
+        return False, FP4_TRAINING_NOTE
     if level == "unknown":
         return False, f"{spec.name} has no published {precision} or wider figure"
-    if level == "emulated" and precision in ("fp8", "int8"):
+    if level == "emulated" and precision in ("fp8", "mxfp8", "fp4", "int8"):
         better = fallback_precision(spec, precision, mode=prof.mode)
-        return False, f"{spec.name} has no {precision} engine; the nearest is {better}"
+        engine = {"mxfp8": "block-scaled (MX) FP8", "fp4": "FP4"}.get(precision, precision)
+        return False, f"{spec.name} has no {engine} engine; the nearest is {better}"
     if level == "emulated" and precision in ("int4", "nf4"):
         return True, "weight-only: stored in 4 bits, computed in 16 bit"
     if level == "emulated":
         return False, f"{spec.name} has no {precision} engine"
-    return True, ""
+    return True, _format_note(spec, precision, prof.mode)
+
+
+def _format_note(spec: HardwareSpec, precision: str, mode: str) -> str:
+    """Which block format a usable mxfp8/fp4 row means on ``spec``."""
+    if precision == "fp4":
+        fmt = fp4_format(spec) or "nvfp4"
+        memory = ("; memory sized at NVFP4's 4.5 bits, 6 % above MXFP4's; no torchao W4A4 "
+                  "path here: serve an MXFP4 checkpoint (AMD Quark) with vLLM"
+                  if fmt == "mxfp4" else "")
+        return (f"{fmt.upper()} ({fp4_bits(spec):g} bits): W4A4 linear layers at the FP4 peak, "
+                f"attention and other ops in 16 bit; inference and serving only{memory}")
+    if precision == "mxfp8":
+        how = ("fp8 training with block scales instead of per-tensor scaling"
+               if mode == "train" else "fp8 inference with block scales")
+        return f"MXFP8 (8.25 bits, a scale per 32): {how}, at the FP8 peak"
+    return ""
 
 
 def precision_table(prof: ModelProfile, spec: HardwareSpec, *, parallel: ParallelConfig,

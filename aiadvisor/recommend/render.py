@@ -209,12 +209,27 @@ def to_text(report: Any, *, limit: int = 8) -> str:
     if not report.recommendations:
         out.append("(none fired)")
     out += ["", "Parallel plans (best first)", text_table(report.parallel, PARALLEL_COLUMNS, limit)]
-    out += ["", "Precision", text_table(report.precision, PRECISION_COLUMNS[:6])]
+    out += ["", "Precision", text_table(report.precision, PRECISION_COLUMNS[:6]),
+            *_block_format_notes(report.precision)]
     out += ["", f"Hardware (top {limit} of {len(report.hardware)})",
             *_hardware_note(report), text_table(report.hardware, HARDWARE_COLUMNS, limit)]
     out += ["", ("Times, costs and energies are estimates from the cost model; energy is an upper "
             "bound from TDP. Code for recommendation N: report.recommendations[N - 1].code")]
     return "\n".join(out)
+
+
+#: Precisions whose row note the terminal report prints under its precision table (the text
+#: table has no notes column): what the block-scaled formats mean on the device, and why a
+#: training report does not offer fp4.
+NOTED_PRECISIONS = ("mxfp8", "fp4")
+
+
+def _block_format_notes(precision: Any) -> list[str]:
+    if precision is None or not len(precision):
+        return []
+    rows = precision[precision["precision"].isin(NOTED_PRECISIONS)]
+    return [f"  {row['precision']}: {row['notes']}" for _, row in rows.iterrows()
+            if row["notes"]]
 
 
 def to_markdown(report: Any, *, limit: int = 12) -> str:

@@ -367,6 +367,61 @@ def fp8(ctx: Context) -> Recommendation | None:
     )
 
 
+@rule("mxfp8")
+def mxfp8(ctx: Context) -> Recommendation | None:
+    """FP8 training with MX block scales, on devices with block-scaled tensor cores (NVIDIA
+    Blackwell, AMD CDNA4, AWS Trainium3): the fp8 step's alternative recipe there."""
+    if not ctx.train or ctx.precision not in ("bf16", "fp16") \
+            or support_level(ctx.spec, "mxfp8") != "full":
+        return None
+    share = ctx.flops_share("gemm")
+    if share < 0.5:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="mxfp8"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    return _make(
+        ctx, tactic_id="mxfp8", title="MXFP8 matmuls: FP8 with block scales (Transformer Engine)",
+        category="precision",
+        rationale=(f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} has "
+                   f"block-scaled tensor cores: MXFP8 runs at the FP8 peak "
+                   f"({ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16) with one "
+                   "power-of-two scale per 32 values, computed on the fly: no amax history, and "
+                   f"an outlier only coarsens its own block ({WEIGHT_BYTES['mxfp8'] * 8:g} bits "
+                   "per value). Transformer Engine's recipe for Blackwell; check the loss curve."),
+        snippet_id="mxfp8", values={"min_features": 1024}, gain=gain,
+        trigger={"gemm_flops_share": share},
+    )
+
+
+@rule("fp4")
+def fp4(ctx: Context) -> Recommendation | None:
+    """W4A4 NVFP4 inference (torchao) where the device runs NVFP4 at full rate."""
+    from ..hardware.support import fp4_bits, fp4_format
+
+    if ctx.train or ctx.precision not in ("bf16", "fp16") \
+            or support_level(ctx.spec, "fp4") != "full" or fp4_format(ctx.spec) != "nvfp4":
+        return None
+    share = ctx.flops_share("gemm")
+    if share < 0.5:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="fp4"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    vs_fp8 = (f" (FP8: {ctx.spec.fp8_tflops:g})" if ctx.spec.fp8_tflops else "")
+    return _make(
+        ctx, tactic_id="fp4", title="NVFP4 weights and activations (torchao, W4A4)",
+        category="precision",
+        rationale=(f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} runs "
+                   f"NVFP4 at {ctx.spec.fp4_tflops:g} dense TFLOPS{vs_fp8}; weights take "
+                   f"{fp4_bits(ctx.spec):g} bits (E2M1 + an E4M3 scale per 16), "
+                   f"{fp4_bits(ctx.spec) / 16:.0%} of bf16. Attention and norms stay 16-bit. "
+                   "4-bit activations cost accuracy: evaluate on your data (or serve a "
+                   "calibrated NVFP4 checkpoint)."),
+        snippet_id="fp4_infer", gain=gain, trigger={"gemm_flops_share": share},
+    )
+
+
 # -- kernels and compilation ----------------------------------------------------------------
 
 def _timed_channels_last(ctx: Context) -> bool:

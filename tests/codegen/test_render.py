@@ -16,6 +16,8 @@ EXAMPLE_VALUES = {
     "autocast_infer": {"dtype": "bfloat16", "device_type": "cuda"},
     "fp8": {"recipe": "rowwise", "min_features": 1024},
     "fp8_infer": {},
+    "mxfp8": {"min_features": 1024},
+    "fp4_infer": {},
     "int8_gpu": {},
     "channels_last": {},
     "torch_compile": {"mode": "default"},

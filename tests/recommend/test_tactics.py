@@ -96,6 +96,11 @@ def scenarios(gpt2_train, gpt2_infer, cnn_train, llama8b, llama70b, llama8b_infe
                                 {"hardware": "H100 SXM", "precision": "bf16"}),
         "llama8b_prefill_h100": (llama8b_infer.at(batch_size=8),
                                  {"hardware": "H100 SXM", "precision": "bf16"}),
+        # Blackwell: block-scaled tensor cores (MXFP8) and FP4 tensor cores (NVFP4).
+        "llama8b_8_b200": (llama8b, {"hardware": "B200", "num_devices": 8,
+                                     "precision": "bf16"}),
+        "llama8b_prefill_b200": (llama8b_infer.at(batch_size=8),
+                                 {"hardware": "B200", "precision": "bf16"}),
     }
     return {name: aa.advise(prof, **opts, **NAMES) for name, (prof, opts) in cases.items()}
 
@@ -135,6 +140,13 @@ def test_rules_fire_where_their_numbers_say(scenarios):
     assert "weight_only_nf4" in fired["llama8b_infer_t4"]
     assert "weight_only_int4" in fired["llama8b_decode_h100"]  # memory-bound decode
     assert "sparsity_24" in fired["llama8b_prefill_h100"]  # compute-bound prefill
+    # MXFP8 is the fp8 step's alternative recipe where the tensor cores are block-scaled
+    # (Blackwell), and NVFP4 the inference step there; neither exists on Hopper.
+    assert {"fp8", "mxfp8"} <= fired["llama8b_8_b200"]
+    assert "fp4" not in fired["llama8b_8_b200"]  # fp4 is not offered for training
+    assert "fp4" in fired["llama8b_prefill_b200"]
+    assert not {"mxfp8", "fp4"} & (fired["llama8b_8"] | fired["llama8b_prefill_h100"]
+                                    | fired["gpt2_infer_h100"])
 
 
 def test_every_rule_is_conditional(scenarios):
