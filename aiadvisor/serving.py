@@ -92,10 +92,12 @@ def predict_generation(model_or_profile: Any, example_inputs: Any = None, *,
         Devices in total: ``num_devices / tp`` replicas of ``tp`` devices each.
     tp : int, optional
         Tensor-parallel degree (default ``num_devices``); must divide the KV heads.
-    weight_precision : {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"}
-        Format of the linear layers' weights (int8/int4/nf4 are weight-only formats).
+    weight_precision : {"fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "nf4"}
+        Format of the linear layers' weights (int8/int4/nf4 are weight-only formats; fp4 is
+        W4A4 NVFP4 or MXFP4, the device's format, where it has FP4 tensor cores).
     kv_precision : {"fp32", "bf16", "fp16", "fp8", "int8"}, optional
-        KV cache format (default: the model's 16-bit dtype).
+        KV cache format (default: the model's 16-bit dtype; fp8 with fp4 weights where the
+        device has FP8).
     prompt_len, output_len : int
         Tokens per request in and out; their sum must fit the model's positions.
     batch_size : int
@@ -283,7 +285,10 @@ def _kv_defaults(spec: HardwareSpec, weight_precision: str) -> tuple[str, ...]:
     from .costmodel.generation import default_kv_precision
 
     base = default_kv_precision(spec, weight_precision)
-    return (base, "fp8") if base != "fp32" else (base,)
+    if base == "fp32":
+        return (base,)
+    # The default, an FP8 cache, and the 16-bit one (fp4 weights default to an FP8 cache).
+    return tuple(dict.fromkeys((base, "fp8", default_kv_precision(spec, "bf16"))))
 
 
 def _row(g: GenerationPrediction, spec: HardwareSpec, max_tpot_s, max_ttft_s, min_users) -> dict:

@@ -53,8 +53,10 @@ from .precision import (
 )
 from .predict import op_times
 
-#: Weight formats a served model may use (fp32 only where nothing narrower runs).
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+#: Weight formats a served model may use (fp32 only where nothing narrower runs). ``fp4`` is
+#: W4A4 in the device's 4-bit float format (NVFP4 on NVIDIA Blackwell, MXFP4 on AMD CDNA4 and
+#: AWS Trainium3), where the device has FP4 tensor cores.
+WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "nf4")
 #: KV cache formats engines store (vLLM: auto/fp8; LMDeploy and TensorRT-LLM: int8 too).
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8")
 KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -80,9 +82,18 @@ def _positive_int(name: str, value, *, hint: str = "") -> int:
 
 def default_kv_precision(spec: HardwareSpec, weight_precision: str) -> str:
     """The cache dtype an engine picks by default: the model's 16-bit activation dtype
-    (BF16 where the device has it, else FP16), FP32 for an FP32 model."""
+    (BF16 where the device has it, else FP16), FP32 for an FP32 model. FP4 checkpoints are
+    served with an FP8 cache where the device has FP8 (NVIDIA's NVFP4 checkpoints ship an FP8
+    KV cache; TensorRT-LLM and vLLM read it from the checkpoint).
+
+    >>> from aiadvisor.hardware import get
+    >>> default_kv_precision(get("B200"), "fp4"), default_kv_precision(get("B200"), "bf16")
+    ('fp8', 'bf16')
+    """
     if weight_precision == "fp32":
         return "fp32"
+    if weight_precision == "fp4" and spec.peak_tflops("fp8"):
+        return "fp8"
     return "bf16" if spec.peak_tflops("bf16") else "fp16"
 
 
@@ -109,9 +120,10 @@ def _other_weight_bytes(spec: HardwareSpec, weight_precision: str) -> float:
 
 def weights_bytes(gp: GenerationProfile, spec: HardwareSpec, weight_precision: str) -> int:
     """The model's weights at ``weight_precision``: linear layers in that format (GPTQ/AWQ/
-    bitsandbytes/FP8 quantise those), the rest in 16 bit (FP32 for an FP32 model)."""
+    bitsandbytes/FP8/NVFP4 quantise those; ``fp4`` at the device's format, NVFP4 4.5 or MXFP4
+    4.25 bits), the rest in 16 bit (FP32 for an FP32 model)."""
     other = gp.prefill.num_params - gp.quantizable_params
-    return int(gp.quantizable_params * weight_bytes_per_element(weight_precision)
+    return int(gp.quantizable_params * weight_bytes_per_element(weight_precision, spec)
                + other * _other_weight_bytes(spec, weight_precision))
 
 
@@ -437,6 +449,14 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     elif weight_precision == "fp8":
         notes.append("fp8: weights and activations in 8 bit (W8A8 matmuls); embeddings, norms "
                      "and the vocabulary head stay in 16 bit.")
+    elif weight_precision == "fp4":
+        from ..hardware.support import fp4_bits, fp4_format
+
+        notes.append(f"fp4: {(fp4_format(spec) or 'nvfp4').upper()} weights and activations "
+                     f"({fp4_bits(spec):g} bits, W4A4 matmuls at the FP4 peak); attention, "
+                     "embeddings, norms and the vocabulary head stay in 16 bit. Needs a "
+                     "checkpoint quantized to that format (NVIDIA Model Optimizer, "
+                     "llm-compressor, AMD Quark).")
     elif weight_precision == "int8":
         notes.append("int8: priced on the INT8 matmul engine (W8A8, e.g. SmoothQuant "
                      "checkpoints); weight-only INT8 kernels (GPTQ 8-bit, EETQ) decode at about "

@@ -28,7 +28,9 @@ LOCAL_MODEL_DIR = "aiadvisor_serving"
 
 #: vLLM ``quantization=``: fp8 quantises 16-bit weights on load, bitsandbytes loads 4-bit NF4 on
 #: load; AWQ (int4) and GPTQ (int8 here: GPTQ has 8-bit checkpoints) need a checkpoint quantised
-#: that way. 16-bit and fp32 weights need none.
+#: that way. 16-bit and fp32 weights need none. fp4 has no entry: an NVFP4/MXFP4 checkpoint
+#: (NVIDIA Model Optimizer, llm-compressor, AMD Quark) names its method in its config.json,
+#: which vLLM reads.
 VLLM_QUANTIZATION = {"fp8": "fp8", "int8": "gptq", "int4": "awq", "nf4": "bitsandbytes"}
 #: vLLM ``kv_cache_dtype=``: "auto" (the model's dtype) or "fp8"; vLLM has no int8 cache.
 VLLM_KV = {"fp8": "fp8"}
@@ -36,8 +38,11 @@ VLLM_KV = {"fp8": "fp8"}
 #: needs an AWQ checkpoint.
 TGI_QUANTIZE = {"fp8": "fp8", "int8": "eetq", "int4": "awq", "nf4": "bitsandbytes-nf4"}
 #: TensorRT-LLM ``QuantAlgo`` members: weight-only int8 (W8A16), int4 AWQ (W4A16_AWQ, also the
-#: closest to NF4, which TensorRT-LLM does not run), FP8 weights and activations.
-TRTLLM_QUANT_ALGO = {"fp8": "FP8", "int8": "W8A16", "int4": "W4A16_AWQ", "nf4": "W4A16_AWQ"}
+#: closest to NF4, which TensorRT-LLM does not run), FP8 and NVFP4 weights and activations.
+TRTLLM_QUANT_ALGO = {"fp8": "FP8", "fp4": "NVFP4", "int8": "W8A16", "int4": "W4A16_AWQ",
+                     "nf4": "W4A16_AWQ"}
+#: Weight formats TGI cannot serve (no ``--quantize`` value loads them): no TGI code for them.
+TGI_UNSUPPORTED = ("fp4",)
 #: ``KvCacheConfig(dtype=...)`` values: "auto" (the model's) or "fp8".
 TRTLLM_KV = {"fp8": "fp8"}
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -191,6 +196,10 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         replicas = int(row["num_devices"]) // v["tp"]
         if replicas > 1:
             why += f" Run {replicas} such servers (one per group of {v['tp']} devices)."
+        if v["wp"] == "fp4":
+            why += (" fp4 weights need a checkpoint quantized to the device's 4-bit format "
+                    "(NVFP4 on NVIDIA Blackwell, MXFP4 on AMD; NVIDIA Model Optimizer, "
+                    "llm-compressor or AMD Quark write one): point model_id at it.")
         quant = {"vllm": VLLM_QUANTIZATION.get(v["wp"]), "tgi": TGI_QUANTIZE.get(v["wp"]),
                  "trt": TRTLLM_QUANT_ALGO.get(v["wp"])}
         common = {k: v[k] for k in ("model_id", "save_first", "tokens_per_s", "tpot_s")}
@@ -204,10 +213,11 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
             "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
             "serve_vllm_server", why + " The same engine as a server (vllm serve).",
             snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v, base))
-        recs.append(_recommendation(
-            "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
-            why + " TGI's launcher takes the same plan as flags.",
-            snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
+        if v["wp"] not in TGI_UNSUPPORTED:
+            recs.append(_recommendation(
+                "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
+                why + " TGI's launcher takes the same plan as flags.",
+                snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
         recs.append(_recommendation(
             "serve_tensorrt_llm", f"Serve with TensorRT-LLM: {figures}", "serve_tensorrt_llm",
             why + " TensorRT-LLM's LLM API, on NVIDIA GPUs.",
