@@ -62,7 +62,9 @@ class Report:
         mode (bf16, else fp16, else tf32, else fp32: its ``precision`` column); with one, that
         precision (or the nearest the device supports). ``attrs["precision_note"]`` says which.
     precision : pandas.DataFrame
-        fp32 ... nf4 on the chosen device: support, memory, predicted speedup, numerical risk.
+        fp32 ... nf4 (fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int4, nf4) on the chosen
+        device: support, memory, predicted speedup, numerical risk; ``notes`` says which block
+        format mxfp8/fp4 mean there (NVFP4 or MXFP4) and why fp4 is not offered for training.
     parallel : pandas.DataFrame
         :func:`aiadvisor.plan_parallel` for the chosen device and number of devices.
     recommendations : list of Recommendation
@@ -674,9 +676,10 @@ def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
         the example's shape; ``precision``, ``optimizer`` and ``measure`` do not apply).
     precision : str, optional
         The precision the model runs in now, as given to :func:`advise` (None: fp32). It is
-        traced in that precision; training in fp8 or a weight-only format (int8, int4, nf4) is
-        traced in bf16 autocast, the closest thing PyTorch runs, and priced in the requested
-        format by the cost model.
+        traced in that precision; training in fp8/mxfp8 or a weight-only format (int8, int4,
+        nf4) is traced in bf16 autocast, the closest thing PyTorch runs, and priced in the
+        requested format by the cost model (fp4 training is not offered: the report uses the
+        nearest precision and says so).
     optimizer : str
         adamw, adam, sgd, sgd_momentum or none.
     measure : bool
@@ -715,9 +718,9 @@ def profile_for_advice(model: Any, example_inputs: Any, *, mode: str = "train",
 def trace_precision(precision: str | None, *, mode: str) -> str:
     """The precision :func:`profile_for_advice` traces in for a requested one.
 
-    Plain PyTorch (None) is fp32; fp32/tf32/bf16/fp16 trace as themselves; training in fp8
-    or a weight-only format traces in bf16 (autocast); inference in fp8/int8/int4/nf4 traces
-    with the weights stored in that format.
+    Plain PyTorch (None) is fp32; fp32/tf32/bf16/fp16 trace as themselves; training in fp8,
+    mxfp8 or a weight-only format traces in bf16 (autocast); inference in fp8/mxfp8/fp4/int8/
+    int4/nf4 traces with the weights stored in that format.
 
     >>> trace_precision(None, mode="train"), trace_precision("fp8", mode="train")
     ('fp32', 'bf16')
