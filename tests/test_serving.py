@@ -146,13 +146,17 @@ def test_tensor_parallel_splits_weights_and_cache_per_device(llama8b):
 
 # --- speed ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("gpu", ["H100 SXM", "A100 SXM4 80GB", "H200"])
-def test_batch1_decode_is_between_the_bandwidth_floor_and_1_5x(llama8b, gpu):
+def test_batch1_decode_is_above_the_bandwidth_floor_by_the_kernels_fixed_costs(llama8b, gpu):
     spec = aa.hardware.get(gpu)
     g = aa.predict_generation(llama8b, hardware=spec, prompt_len=128, output_len=128)
     # Every decode step reads all weights: weights / datasheet bandwidth is the floor (H100 SXM:
-    # 16.06 GB / 3350 GB/s = 4.8 ms).
+    # 16.06 GB / 3350 GB/s = 4.8 ms). On top come the step's ~320 kernels' own fixed costs
+    # (1-7 us each on A100/H100 in Vidur's measurements) and GEMVs short of peak bandwidth:
+    # torchao's compiled, graph-replayed Llama-3.1-8B decodes at 126.9 tokens/s in bf16 on an
+    # H100 SXM (pytorch/ao quantization README), 7.88 ms = 1.64 x the floor; no engine reaches
+    # the floor, and none is 2x above it at this size.
     floor = g.weights_bytes / (spec.memory_bw_gbs * 1e9)
-    assert floor < g.tpot_s < 1.5 * floor
+    assert 1.2 * floor < g.tpot_s < 2.0 * floor
     assert g.bound == "memory"
     assert g.tokens_per_s_per_user == pytest.approx(1 / g.tpot_s)
 

@@ -43,6 +43,7 @@ from ..schema import (
 from .api import _measured_curves, predict
 from .devices import device_arrays
 from .experts import active_expert_profile, expected_experts_touched
+from .fusion import fuse_elementwise, fuse_projections
 from .model import EfficiencyModel, load_model
 from .ops import DeviceWork
 from .precision import (
@@ -68,9 +69,18 @@ _CONFIDENCE_ORDER = ("low", "medium", "high")
 #: TensorRT-LLM) replaying each decode step as a CUDA graph; ``eager``: plain PyTorch/transformers
 #: ``generate``, every op dispatched from Python (CPUs always run this way).
 ENGINES = ("engine", "eager")
-#: GPU time between kernels of a replayed CUDA graph: ~0.5 us (NVIDIA, "Getting Started with CUDA
-#: Graphs", 2019: a 2.9 us kernel took 3.8 us per launch from a stream and 3.4 us in a graph).
-GRAPH_GAP_S = 0.5e-6
+#: What replaying a CUDA graph saves per kernel against launching it from a stream: ~0.4 us
+#: (NVIDIA, "Getting Started with CUDA Graphs", 2019: a 2.9 us kernel took 3.8 us per launch
+#: from a stream and 3.4 us in a graph). The rest of a kernel's fixed cost is the GPU's own
+#: (launch processing, ramp-up and tail): measured kernel times keep it (Vidur's vLLM kernels
+#: at one to four tokens on A100/H100: a residual add 1-2 us, an activation 1-5 us, RMSNorm
+#: 4-7 us, a 16 MB GEMV 9-15 us where its bytes take 5-8 us), and the learned per-op
+#: overhead prices it.
+GRAPH_SAVING_S = 0.4e-6
+#: (P10, P50, P90) multiples of a graph-replayed step's per-kernel costs: the spread of Vidur's
+#: measured small kernels (residual add, RMSNorm, activation, rotary embedding at 1-16 tokens on
+#: A100, H100 and A40) around each one's median, P10 0.67 and P90 2.0.
+KERNEL_COST_BAND = (0.67, 1.0, 2.0)
 
 
 def _positive_int(name: str, value, *, hint: str = "") -> int:
@@ -231,6 +241,34 @@ def _decode_records(gp: GenerationProfile, batch: int, context: float) -> tuple:
     return tuple(records)
 
 
+def _graphs(spec: HardwareSpec, engine: str) -> bool:
+    """Whether decode steps replay as CUDA graphs: a serving engine on an accelerator."""
+    return engine == "engine" and spec.kind != "cpu"
+
+
+def _engine_spec(spec: HardwareSpec) -> HardwareSpec:
+    """``spec`` as a serving engine drives it: its kernels are not issued one by one from
+    Python (decode steps replay CUDA graphs; TensorRT-LLM's runtime is C++, vLLM compiles and
+    captures its forward), so eager PyTorch's host time per kernel does not bound the step."""
+    return replace(spec, graph_replay=True)
+
+
+def _step_profiles(gp: GenerationProfile, batch: int, prompt_len: int, context: float,
+                   engine: str, *, fused: bool) -> tuple[ModelProfile, ModelProfile, bool, float]:
+    """(prefill profile, decode-step profile, whether the step holds the attention over the
+    cache, kernels per decode step). ``fused``: as a serving engine runs them, the memory-bound
+    ops of each module in one kernel (fused RMSNorm, residual add + norm, rotary embedding,
+    activation x gate: :func:`~aiadvisor.costmodel.fusion.fuse_elementwise`) and the q/k/v and
+    gate/up projections as one GEMM each (:func:`~aiadvisor.costmodel.fusion.
+    fuse_projections`), in the prompt's forward and in each decode step; plain PyTorch runs
+    every traced op."""
+    step, traced = _decode_forward(gp, batch, context, engine)
+    prefill = _forward(gp, batch, prompt_len)
+    if fused:
+        prefill, step = (fuse_projections(fuse_elementwise(p)) for p in (prefill, step))
+    return prefill, step, traced, float(sum(op.count for op in step.ops))
+
+
 def _moe_note(gp: GenerationProfile, batch_size: int) -> str:
     moe = gp.prefill.moe
     touched = expected_experts_touched(moe.num_experts, moe.top_k, batch_size)
@@ -317,11 +355,13 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
     context = prompt_len + output_len / 2
     key = (spec.name, weight_precision, tp, batch_size, prompt_len, output_len, engine)
     if key not in cache:
-        step, traced = _decode_forward(gp, batch_size, context, engine)
-        cache[key] = (
-            _predict(_forward(gp, batch_size, prompt_len), spec, weight_precision, tp, model),
-            _predict(step, spec, weight_precision, tp, model), traced)
-    prefill, decode, traced = cache[key]
+        graphs = _graphs(spec, engine)
+        prefill_prof, step, traced, kernels = _step_profiles(
+            gp, batch_size, prompt_len, context, engine, fused=graphs)
+        run_on = _engine_spec(spec) if graphs else spec
+        cache[key] = (_predict(prefill_prof, run_on, weight_precision, tp, model),
+                      _predict(step, run_on, weight_precision, tp, model), traced, kernels)
+    prefill, decode, traced, kernels = cache[key]
     kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
     kv_s = np.zeros(3) if traced else _kv_parts(
         gp, [spec], weight_precision, batch=batch_size, context=context,
@@ -329,7 +369,7 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
     return _assemble(gp, spec, num_devices=num_devices, tp=tp, weight_precision=weight_precision,
                      kv_precision=kv_precision, prompt_len=prompt_len, output_len=output_len,
                      batch_size=batch_size, engine=engine, prefill=prefill, decode=decode,
-                     kv_s=kv_s)
+                     kv_s=kv_s, kernels=kernels)
 
 
 def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_devices: int,
@@ -349,23 +389,32 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
     if not specs:
         return out
     parallel = _parallel(tp) or ParallelConfig()
-    cols = SpecColumns.of(specs)
     kv_ok = {s.name: [kv for kv in kv_precisions if _kv_ok(s, kv)] for s in specs}
     room = {(s.name, kv): _max_batch(gp, s, weight_precision, kv, prompt_len, output_len, tp)
             for s in specs for kv in kv_ok[s.name]}
     for batch in batches:
         if batch > 1 and all(m < batch for m in room.values()):
             break
-        tables = []
-        step, traced = _decode_forward(gp, batch, prompt_len + output_len / 2, engine)
-        for prof in (_forward(gp, batch, prompt_len), step):
-            # The vectorised core of predict_table, without building a DataFrame per batch.
-            t = _table_for_precision(prof, specs, cols, weight_precision, parallel, model)
-            tables.append({name: _Step(float(t["low_s"][i]), float(t["step_time_s"][i]),
-                                       float(t["high_s"][i]), float(t["compute_s"][i]),
-                                       float(t["memory_s"][i]), float(t["overhead_s"][i]),
-                                       float(t["communication_s"][i]), str(t["confidence"][i]))
-                           for i, name in enumerate(t["hardware"])})
+        tables: list[dict[str, _Step]] = [{}, {}]
+        kernels: dict[str, float] = {}
+        for fused in (False, True):
+            group = [i for i, s in enumerate(specs) if _graphs(s, engine) == fused]
+            if not group:
+                continue
+            *profs, traced, count = _step_profiles(gp, batch, prompt_len,
+                                                   prompt_len + output_len / 2, engine,
+                                                   fused=fused)
+            sub = [_engine_spec(specs[i]) if fused else specs[i] for i in group]
+            for table, prof in zip(tables, profs):
+                # The vectorised core of predict_table, without building a DataFrame per batch.
+                t = _table_for_precision(prof, sub, SpecColumns.of(sub), weight_precision,
+                                         parallel, model)
+                table.update({name: _Step(
+                    float(t["low_s"][i]), float(t["step_time_s"][i]), float(t["high_s"][i]),
+                    float(t["compute_s"][i]), float(t["memory_s"][i]),
+                    float(t["overhead_s"][i]), float(t["communication_s"][i]),
+                    str(t["confidence"][i])) for i, name in enumerate(t["hardware"])})
+            kernels.update({s.name: count for s in sub})
         for kv in sorted({k for ks in kv_ok.values() for k in ks}):
             kv_specs = [s for s in specs if kv in kv_ok[s.name]
                         and (batch == 1 or room[(s.name, kv)] >= batch)]
@@ -381,7 +430,7 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
                                      prompt_len=prompt_len, output_len=output_len,
                                      batch_size=batch, engine=engine,
                                      prefill=tables[0][spec.name], decode=tables[1][spec.name],
-                                     kv_s=kv_s[:, d]))
+                                     kv_s=kv_s[:, d], kernels=kernels[spec.name]))
     return out
 
 
@@ -409,9 +458,9 @@ def _kv_ok(spec: HardwareSpec, kv_precision: str) -> bool:
 def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp: int,
               weight_precision: str, kv_precision: str, prompt_len: int, output_len: int,
               batch_size: int, engine: str, prefill: _Step, decode: _Step,
-              kv_s: np.ndarray) -> GenerationPrediction:
+              kv_s: np.ndarray, kernels: float) -> GenerationPrediction:
     notes: list[str] = []
-    graphs = engine == "engine" and spec.kind != "cpu"
+    graphs = _graphs(spec, engine)
     if engine == "engine" and not graphs:
         notes.append("CPUs have no CUDA graphs: every op is launched eagerly (engine='eager').")
     weights = weights_bytes(gp, spec, weight_precision)
@@ -427,15 +476,16 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
         notes.append(f"{spec.name} has no memory figure in the catalog: it is not known to fit.")
     launches = decode.overhead
     if graphs:
-        calls = sum(op.count for op in gp.prefill.at(batch_size=batch_size, seq_len=1).ops)
-        launches = calls * GRAPH_GAP_S
-        notes.append(f"Decode steps replayed as CUDA graphs ({calls:.0f} kernels, "
-                     f"{GRAPH_GAP_S * 1e6:.1f} us apart) as vLLM/TGI/TensorRT-LLM run them; "
-                     "engine='eager' prices plain transformers generate.")
+        launches = max(decode.overhead - kernels * GRAPH_SAVING_S, 0.0)
+        notes.append(f"Decode steps run as a serving engine runs them (vLLM, TGI, TensorRT-LLM): "
+                     f"memory-bound ops fused, {kernels:.0f} kernels a step replayed as a CUDA "
+                     f"graph, each at the GPU's own per-kernel cost ({launches * 1e3:.2f} ms a "
+                     "step in all); engine='eager' prices plain transformers generate.")
     # The forward's interval without its eager launches (known at P50 only): the P10/P90 keep
     # their ratio to the P50, so no bound can go below zero.
     body = decode.mid - decode.overhead
-    tpot = decode.interval * (body / decode.mid if decode.mid > 0 else 0.0) + launches + kv_s
+    fixed = launches * np.asarray(KERNEL_COST_BAND) if graphs else launches
+    tpot = decode.interval * (body / decode.mid if decode.mid > 0 else 0.0) + fixed + kv_s
     ttft = prefill.interval
     request_s = ttft + (output_len - 1) * tpot
     replicas = num_devices // tp

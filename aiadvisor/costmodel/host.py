@@ -20,12 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Host time per kernel of eager PyTorch on a GPU, microseconds (P10, P50, P90): "each launch
-#: takes on the order of microseconds" (Modal GPU Glossary, "CUDA Graph"; NVIDIA, "CUDA Graph
-#: Best Practice for PyTorch", docs.nvidia.com/dl-cuda-graph); 5-10 us per op from Python
-#: through the dispatcher to cudaLaunchKernel is the range usually quoted for eager PyTorch.
-#: Published range, not measured here.
-EAGER_KERNEL_US = (5.0, 7.0, 10.0)
+#: Host time per kernel of eager PyTorch on a GPU, microseconds (P10, P50, P90): Python, the
+#: dispatcher, autograd and ``cudaLaunchKernel`` for each op, with the model's own Python
+#: between ops (module calls, reshapes) spread over its kernels. P50: Hugging Face's ResNet-50
+#: in eager FP32 on an A100 and a V100 took 6.48-6.66 ms at batch 1 and 4 (transformers docs,
+#: perf_torch_compile.md), flat in the batch, host-bound: 27.5 us for each of its 227 kernels.
+#: P90: MiniLM-L6 at batch 1 on a T4 and an RTX 3090, 4.68-5.44 ms for 124 kernels, 35-42 us
+#: (ELS-RD transformer-deploy benchmarks). P10: a bare ``torch.matmul`` in a Python loop on a
+#: GPU costs 8.3 us of host time a call (pytorch/pytorch#161822), before any module Python.
+#: The host CPU moves it about 2x either way (bench/data/gpu_host_overhead_published.csv).
+EAGER_KERNEL_US = (12.0, 27.5, 45.0)
 #: Per ``nn.Module`` call and per view op (no kernel), microseconds: measured on the
 #: development CPU (aiadvisor.hardware.host.measure_host_costs: 0.9-1.1 and 0.74-0.80 us over
 #: three runs); an accelerator's host CPU is assumed alike.

@@ -81,12 +81,19 @@ def _positive(value: float | None) -> float | None:
 def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     """Dense peak of the engine that runs GEMMs in ``precision`` on ``spec``; None if none.
 
-    INT4 uses the INT4 engine where one exists, otherwise weight-only dequantisation to 16 bit
-    (GPTQ/AWQ kernels); NF4 always computes in BF16 (or FP16 where BF16 has no engine).
+    INT4 and NF4 are weight-only formats (GPTQ/AWQ, bitsandbytes): the kernels dequantise the
+    weights and multiply in 16 bit, so they run on the BF16 (else FP16) engine even where the
+    device has INT4 tensor cores (an ``int4_tops`` figure is for W4A4 kernels, which serving
+    stacks do not use); a device without a 16-bit figure dequantises to its FP32 units
+    (llama.cpp on Jetson, CPUs).
+
+    >>> from aiadvisor.hardware import get
+    >>> gemm_peak_tflops(get("RTX 4090"), "int4") == get("RTX 4090").bf16_tflops
+    True
     """
     if precision in ("int4", "nf4"):
-        native = _positive(spec.int4_tops) if precision == "int4" else None
-        return native or _positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
+        return (_positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
+                or _positive(spec.fp32_tflops))
     return _positive(spec.peak_tflops(precision))
 
 

@@ -4,7 +4,9 @@ The plan starts from the step as the user runs it ("as you run it": the current 
 device holding a full replica) and applies, in the order a user would apply them:
 
 1. one precision step (TF32, bf16 or fp16 autocast: mutually exclusive, so the fastest is the
-   step and the others are listed as its alternatives);
+   step and the others are listed as its alternatives); where the step is host-bound (eager
+   PyTorch issuing small kernels) it gains nothing and comes right after the CUDA-graphs step
+   instead, priced on the replayed step;
 2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor,
    pipeline and expert parallel, activation checkpointing, gradient accumulation), one
    component a step;
@@ -158,6 +160,8 @@ class _Builder:
     skipped: list[str] = field(default_factory=list)
     cumulative: float = 1.0
     step_cache: dict = field(default_factory=dict)
+    deferred_precision: bool = False
+    """The precision step waits for the CUDA-graphs step (a host-bound step)."""
 
     # -- the state ---------------------------------------------------------------------------
     def context(self, state: State) -> Context:
@@ -227,16 +231,24 @@ class _Builder:
             self.skipped.append(f"{tactic_id}: already applied ({why}).")
         return bool(why)
 
-    def precision_step(self, state: State) -> State:
+    def precision_step(self, state: State, *, defer: bool = True) -> State:
+        """The fastest precision, as one step with the others as alternatives. ``defer``: on
+        a GPU where eager PyTorch's host time bounds the step at that precision (small
+        batches: the kernels wait for Python), it gains little where it stands; the step
+        then comes right after the CUDA-graphs step (:meth:`tactic_steps`)."""
         ctx = self.context(state)
         fired = [rec for tid, fn in tactics.RULES if tid in PRECISION_TACTICS
                  and (rec := fn(ctx)) is not None and not self.already(tid)]
-        if not fired:
+        best = max(fired, key=lambda r: r.predicted_speedup or 0.0) if fired else None
+        new = dataclasses.replace(state, precision=PRECISION_OF[best.id]) if best else state
+        if defer and state.spec.kind != "cpu" and not state.spec.graph_replay and any(
+                p is not None and p.host_bound for p in (ctx.base, self.predict(new))):
+            self.deferred_precision = True
             return state
-        best = max(fired, key=lambda r: r.predicted_speedup or 0.0)
+        if best is None:
+            return state
         alternatives = [{"id": r.id, "title": r.title, "predicted_speedup": r.predicted_speedup}
                         for r in fired if r is not best]
-        new = dataclasses.replace(state, precision=PRECISION_OF[best.id])
         self.add(best, state, new, alternatives=alternatives)
         return new
 
@@ -257,27 +269,34 @@ class _Builder:
         return state
 
     def tactic_steps(self, state: State) -> State:
-        rules = dict(tactics.RULES)
         done: set[str] = set()
         for tactic_id in RULE_ORDER:
-            if tactic_id in done or tactic_id not in rules:
+            if tactic_id in done or tactic_id not in dict(tactics.RULES):
                 continue
             group = next((g for g in EXCLUSIVE if tactic_id in g), (tactic_id,))
-            done.update(group)
-            ctx = self.context(state)
-            fired = [rec for tid in group if tid in rules
-                     and (rec := rules[tid](ctx)) is not None and not self.already(tid)
-                     and self.keeps(rec, state)]
-            if not fired:
-                continue
-            best = max(fired, key=lambda r: r.predicted_speedup or 0.0)
-            alternatives = [{"id": r.id, "title": r.title,
-                             "predicted_speedup": r.predicted_speedup}
-                            for r in fired if r is not best]
-            new = EFFECTS.get(best.id, _no_change)(state, best)
-            self.add(best, state, new, alternatives=alternatives)
-            state = new
+            state = self.group_steps(state, group, done)
+            if tactic_id == "cuda_graphs" and self.deferred_precision:
+                # Priced on the replayed step, where faster kernels show.
+                self.deferred_precision = False
+                state = self.precision_step(state, defer=False)
         return state
+
+    def group_steps(self, state: State, group: tuple[str, ...], done: set[str]) -> State:
+        """The step of one :data:`EXCLUSIVE` group (or one tactic): the fastest that fires."""
+        rules = dict(tactics.RULES)
+        done.update(group)
+        ctx = self.context(state)
+        fired = [rec for tid in group if tid in rules
+                 and (rec := rules[tid](ctx)) is not None and not self.already(tid)
+                 and self.keeps(rec, state)]
+        if not fired:
+            return state
+        best = max(fired, key=lambda r: r.predicted_speedup or 0.0)
+        alternatives = [{"id": r.id, "title": r.title, "predicted_speedup": r.predicted_speedup}
+                        for r in fired if r is not best]
+        new = EFFECTS.get(best.id, _no_change)(state, best)
+        self.add(best, state, new, alternatives=alternatives)
+        return new
 
 
 def _components(start: ParallelConfig, target: ParallelConfig):
@@ -417,4 +436,4 @@ def build_plan(prof: ModelProfile, *, spec: HardwareSpec, num_devices: int, prec
                    for r in b.steps]
     return Plan(recommendations=tuple(b.steps), baseline=baseline,
                 baseline_memory_bytes=baseline_memory, baseline_fits=baseline_fits,
-                skipped=tuple(b.skipped))
+                skipped=tuple(dict.fromkeys(b.skipped)))

@@ -224,8 +224,11 @@ def bert_l4():
 
 def test_l4_inference_offers_fp8_int8_and_fp16_choices(bert_l4):
     steps = {r.id: r for r in bert_l4.recommendations}
-    first = bert_l4.recommendations[0]
-    assert first.id == "bf16_autocast"
+    ids = [r.id for r in bert_l4.recommendations]
+    # At batch 1 eager PyTorch's host time (228 kernels at 27.5 us, 6.3 ms) bounds the step
+    # once its matmuls run in 16 bit: the precision step follows the CUDA graphs.
+    assert ids[:2] == ["cuda_graphs", "bf16_autocast"]
+    first = steps["bf16_autocast"]
     alternatives = {a["id"]: a for a in first.extra["alternatives"]}
     # fp16 is as fast as bf16 on the L4 (121 dense TFLOPS each): listed, not a second step
     assert alternatives["fp16_autocast"]["predicted_speedup"] == pytest.approx(
@@ -242,7 +245,8 @@ def test_l4_inference_offers_fp8_int8_and_fp16_choices(bert_l4):
 
 def test_fp8_and_int8_inference_code_and_trigger(bert_l4):
     prof = bert_l4.profile
-    spec = aa.hardware.get("L4")
+    # As the plan prices them: after its CUDA-graphs step (no host bound).
+    spec = dataclasses.replace(aa.hardware.get("L4"), graph_replay=True)
     ctx = _context(prof, ParallelConfig(), spec=spec, precision="bf16")
     fp8 = tactics.fp8(ctx)
     int8 = tactics.dynamic_int8(ctx)
