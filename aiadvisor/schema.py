@@ -413,6 +413,9 @@ class ModelProfile:
     num_view_ops_forward: int = 0
     """View ops (reshape, transpose, ...) in the forward: no kernel, but host dispatch."""
     num_view_ops_backward: int = 0
+    large_param_bytes: tuple[int, ...] = ()
+    """Bytes of each trainable tensor of at least 1 MiB, largest first (training profiles; the
+    optimizer's per-tensor temporaries of that size land on fresh pages on a CPU)."""
 
     def __post_init__(self) -> None:
         if self.num_active_params is None:

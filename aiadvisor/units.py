@@ -87,6 +87,11 @@ OPTIMIZER_TRAFFIC = {"adamw": (7, 14), "adam": (7, 13), "sgd_momentum": (5, 3), 
 #: ``param.addcdiv_`` 4 = 20; Adam has no decoupled decay: 18; ``_single_tensor_sgd`` with
 #: momentum: ``buf.mul_`` 2, ``add_`` 3, ``param.add_`` 3 = 8; plain: ``param.add_`` 3).
 UNFUSED_OPTIMIZER_TENSORS = {"adamw": 20, "adam": 18, "sgd_momentum": 8, "sgd": 3}
+#: New tensors the for-loop step allocates per parameter tensor, each of the parameter's size
+#: (torch 2.13 ``_single_tensor_adam``: ``denom = (exp_avg_sq.sqrt() / c).add_(eps)``, the
+#: sqrt and the division; every other update op works in place, as do both SGD loops after
+#: the first step). On a CPU an allocation above glibc's mmap threshold lands on fresh pages.
+UNFUSED_OPTIMIZER_TEMPORARIES = {"adamw": 2, "adam": 2, "sgd_momentum": 0, "sgd": 0}
 #: Suffix of an optimizer record whose step runs fused (``optimizer.adamw[fused]``).
 FUSED_SUFFIX = "[fused]"
 

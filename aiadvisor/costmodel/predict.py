@@ -307,7 +307,7 @@ def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: D
 
 
 def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
-                       curves, host_costs) -> None:
+                       curves, host_costs, large_param_bytes: tuple[int, ...] = ()) -> None:
     """On a CPU, outputs of at least :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
     on fresh pages every call (glibc maps them anew): each byte costs the page faults measured
     on this CPU, on top of the op (in place). A benchmarked CPU uses its calibration's
@@ -315,8 +315,14 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     first_touch_s_per_byte`; 0 in a calibration from before it was timed), an unbenchmarked
     one :attr:`~aiadvisor.hardware.host.HostCosts.fresh_us_per_mib`.
 
-    Out-of-place ops only: an aten name ending in ``_`` writes into its input."""
+    Out-of-place ops only: an aten name ending in ``_`` writes into its input. PyTorch's default
+    (for-loop) Adam/AdamW step makes two temporaries the size of each parameter tensor
+    (:data:`~aiadvisor.units.UNFUSED_OPTIMIZER_TEMPORARIES`): a tensor of at least the
+    threshold (``large_param_bytes``, from the profile) pays them too (on the development CPU
+    an AdamW step over one 64 MiB tensor took 3.2 ns an element where 1-4 MiB tensors took
+    2.2); a fused step updates in place."""
     from ..hardware.host import FRESH_OUTPUT_BYTES
+    from ..units import FUSED_SUFFIX, UNFUSED_OPTIMIZER_TEMPORARIES
 
     written = work.written_per_call
     if written is None:
@@ -324,6 +330,14 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     out_of_place = np.array([not str(n).endswith("_") for n in work.name])
     large = (written >= FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
         work.op_class, ("optimizer", "collective"))
+    fresh = np.where(large, work.count * written, 0.0)
+    big = sum(b for b in large_param_bytes if b >= FRESH_OUTPUT_BYTES)
+    for i in np.flatnonzero(work.op_class == "optimizer"):
+        name = str(work.name[i])
+        temps = UNFUSED_OPTIMIZER_TEMPORARIES.get(name.removeprefix("optimizer."), 0)
+        if big and temps and not name.endswith(FUSED_SUFFIX):
+            fresh[i] = temps * big
+            large[i] = True
     if not large.any():
         return
     for d, spec in enumerate(devs.specs):
@@ -336,7 +350,7 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
         else:
             per_byte = costs.fresh_us_per_mib * 1e-6 / 2**20 if costs is not None else 0.0
         if per_byte > 0:
-            parts["memory"][:, d, large] += (work.count * written * per_byte)[large]
+            parts["memory"][:, d, large] += (fresh * per_byte)[large]
 
 
 #: A GEMM streaming at least this many bytes a call is a "streaming" op for the cache refill
@@ -670,7 +684,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
     _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
-    _cpu_fresh_outputs(parts, work, devs, curves, host_costs)
+    _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
+                       getattr(prof, "large_param_bytes", ()) if prof.mode == "train" else ())
     counts = host_counts(prof, work)
     _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",

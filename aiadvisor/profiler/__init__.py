@@ -369,6 +369,9 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "notes": list(notes), "op_info": {},
         "module_info": _module_info(model, plan, starred),
         "optimizer_op": _optimizer_op(opt, trainable) if train and opt != "none" else None,
+        "large_param_bytes": tuple(sorted(
+            (b for p in trainable if (b := p.numel() * p.element_size()) >= 2**20),
+            reverse=True)) if train else (),
     }
     if mode == "infer" and precision not in ("fp32", "tf32"):
         static["notes"].append(

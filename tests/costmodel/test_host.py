@@ -319,3 +319,36 @@ def test_measured_refill_after_a_large_stream_is_positive():
     # working set (the development CPU: about +100 us on a 45-51 us block).
     assert list(us) == sorted(us)
     assert us[-1] > 0
+
+
+def test_default_adamw_step_pays_fresh_pages_for_tensors_over_the_threshold_by_hand():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from aiadvisor.costmodel.predict import _cpu_fresh_outputs
+
+    mib = 2**20
+    work = SimpleNamespace(
+        name=np.array(["optimizer.adamw", "optimizer.adamw[fused]", "optimizer.sgd_momentum"],
+                      dtype=object),
+        op_class=np.array(["optimizer"] * 3, dtype=object), count=np.array([3.0, 1.0, 3.0]),
+        written_per_call=np.array([1.0, 1.0, 1.0]))
+    costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
+                      view_us=0.8, fresh_us_per_mib=150.0)
+    cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")])
+    parts = {k: np.zeros((3, 1, 3)) for k in ("compute", "memory", "overhead")}
+    # An MLP's 4096 x 4096 FP32 weight (64 MiB) and two 16 MiB ones: only the 64 MiB tensor
+    # is over glibc's 32 MiB mmap threshold. The for-loop AdamW step makes its sqrt and its
+    # division anew each step: 2 x 64 MiB x 150 us a MiB = 19.2 ms. The fused step works in
+    # place, and SGD with momentum makes no temporaries.
+    _cpu_fresh_outputs(parts, work, cpu, None, [costs], (64 * mib, 16 * mib, 16 * mib))
+    assert parts["memory"][1, 0].tolist() == pytest.approx([19.2e-3, 0.0, 0.0])
+
+
+def test_training_profiles_list_their_large_parameter_tensors():
+    net = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.Linear(1024, 256))
+    prof = aa.profile(net, torch.randn(4, 1024), mode="train")
+    # 1024 x 1024 x 4 bytes = 4 MiB and 256 x 1024 x 4 = 1 MiB; the biases are under 1 MiB.
+    assert prof.large_param_bytes == (4 * 2**20, 2**20)
+    assert aa.profile(net, torch.randn(4, 1024), mode="infer").large_param_bytes == ()
