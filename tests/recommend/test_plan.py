@@ -166,6 +166,16 @@ def test_five_gpu_workloads_get_long_plans_of_distinct_tactics(five):
     distinct = set().union(*map(set, steps.values()))
     offered = distinct | {a["id"] for report, _ in five.values()
                           for r in report.recommendations for a in r.extra.get("alternatives", ())}
+    # 13 distinct steps: bf16_autocast, channels_last, cuda_graphs, dataloader, fp8, fsdp,
+    # fused_optimizer, larger_batch, optimizer_8bit, serving, tensor_parallel, torch_compile,
+    # weight_only_int4 (the issue's 15 counts alternatives too: `offered`, 17). Not 15 steps:
+    # the other tactics do not pay here by the cost model's numbers (full checkpointing for a
+    # larger Llama micro-batch: 173 ms per sample at batch 16 vs 128 ms at batch 4; selective
+    # saves nothing under flash attention; 2:4 sparsity needs a compute-bound inference step,
+    # both are memory-bound; no matmul is left in fp32 under autocast for TF32; keeping FSDP's
+    # gathered weights gains 0 % under tensor parallel, whose exposed all-reduces set the
+    # step), or cannot be seen in these profiles (padding for sequence packing, a decode loop
+    # for a static KV cache).
     assert len(distinct) >= 13, sorted(distinct)
     assert len(offered) >= 17, sorted(offered)
     assert {"fp16_autocast", "dynamic_int8", "fp8"} <= offered  # the L4's inference choices
