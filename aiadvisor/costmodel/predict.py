@@ -274,20 +274,32 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     parts["overhead"][:, d, hit] = overhead[hit]
 
 
-def _cpu_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
-                         curves, host_costs) -> None:
-    """On a CPU whose calibration did not time the optimizer: price PyTorch's default for-loop
-    step, not the fused one the record's bytes describe (in place).
+def _default_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork,
+                             devs: DeviceArrays, curves, host_costs) -> None:
+    """Price PyTorch's default optimizer step, not the fused one the record's bytes describe (in
+    place). On a CPU whose calibration did not time the optimizer: the for-loop step.
 
     Each update op of the loop streams whole tensors (:data:`~aiadvisor.units.
     UNFUSED_OPTIMIZER_TENSORS`: 20 tensor passes per element for AdamW against the fused
     step's 7), and the loop costs its measured time per parameter tensor
     (:attr:`~aiadvisor.hardware.host.HostCosts.optimizer_tensor_us`) in place of one launch a
     tensor. A ``[fused]`` record (the fused-optimizer tactic) keeps its bytes and one launch.
-    GPUs keep the fitted pricing (their measured data holds whatever their default ran)."""
+
+    On an accelerator PyTorch's default is the for-each implementation: the same update ops
+    over lists of tensors (torch 2.13 ``_multi_tensor_adam``: ``_foreach_lerp_``, ``mul_``,
+    ``addcmul_``, the decay ``mul_``, ``sqrt``, ``div_``, ``add_``, ``addcdiv_``: 20 tensor
+    passes per element for AdamW, as the loop), in a few launches per group of tensors: its
+    bytes are the loop's, its launches are the record's."""
     rows = np.flatnonzero(work.op_class == "optimizer")
     for d, spec in enumerate(devs.specs):
-        if spec.kind != "cpu" or not len(rows):
+        if not len(rows):
+            continue
+        if spec.kind != "cpu":
+            for i in rows:
+                opt = str(work.name[i]).removeprefix("optimizer.")
+                if opt in UNFUSED_OPTIMIZER_TENSORS:
+                    parts["memory"][:, d, i] *= (UNFUSED_OPTIMIZER_TENSORS[opt]
+                                                 / OPTIMIZER_TRAFFIC[opt][0])
             continue
         cal = curves[d] if curves else None
         costs = host_costs[d] if host_costs else None
@@ -683,7 +695,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves,
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
-    _cpu_optimizer_steps(parts, work, devs, curves, host_costs)
+    _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        getattr(prof, "large_param_bytes", ()) if prof.mode == "train" else ())
     counts = host_counts(prof, work)

@@ -124,7 +124,7 @@ def _parts(memory_s: float, overhead_s: float):
 def test_cpu_prices_the_default_for_loop_optimizer_by_hand():
     from types import SimpleNamespace
 
-    from aiadvisor.costmodel.predict import _cpu_optimizer_steps
+    from aiadvisor.costmodel.predict import _default_optimizer_steps
 
     costs = HostCosts(dispatch_us=1.0, autograd_us=0.5, backward_node_us=3.0, module_us=2.0,
                       view_us=0.8, optimizer_tensor_us=(("adamw", 20.0), ("sgd", 2.0)))
@@ -132,22 +132,29 @@ def test_cpu_prices_the_default_for_loop_optimizer_by_hand():
     # AdamW over 4 tensors, profiled at the fused traffic (7 tensors an element) taking 1 ms:
     # the for-loop streams 20 tensors an element (1 ms x 20/7) and its loop costs 4 x 20 us.
     parts = _parts(1e-3, 5e-6)
-    _cpu_optimizer_steps(parts, _optimizer_work("optimizer.adamw", 4, 1e6), cpu, None, [costs])
+    _default_optimizer_steps(parts, _optimizer_work("optimizer.adamw", 4, 1e6), cpu, None, [costs])
     assert parts["memory"][1, 0, 1] == pytest.approx(1e-3 * 20 / 7)
     assert parts["overhead"][1, 0, 1] == pytest.approx(80e-6)
     assert parts["memory"][1, 0, 0] == pytest.approx(1e-3)       # the GEMM is untouched
     # Plain SGD: param.add_(grad) is the fused traffic already (3 tensors).
     parts = _parts(1e-3, 5e-6)
-    _cpu_optimizer_steps(parts, _optimizer_work("optimizer.sgd", 4, 1e6), cpu, None, [costs])
+    _default_optimizer_steps(parts, _optimizer_work("optimizer.sgd", 4, 1e6), cpu, None, [costs])
     assert parts["memory"][1, 0, 1] == pytest.approx(1e-3)
     assert parts["overhead"][1, 0, 1] == pytest.approx(8e-6)
-    # A fused step keeps its bytes and its one launch; a GPU keeps the fitted pricing.
-    for name, devs in (("optimizer.adamw[fused]", cpu),
-                       ("optimizer.adamw", SimpleNamespace(specs=[SimpleNamespace(kind="gpu")]))):
+    # A fused step keeps its bytes and its one launch, on a CPU and on a GPU.
+    gpu = SimpleNamespace(specs=[SimpleNamespace(kind="gpu")])
+    for name, devs in (("optimizer.adamw[fused]", cpu), ("optimizer.adamw[fused]", gpu)):
         parts = _parts(1e-3, 5e-6)
-        _cpu_optimizer_steps(parts, _optimizer_work(name, 4, 1e6), devs, None, [costs])
+        _default_optimizer_steps(parts, _optimizer_work(name, 4, 1e6), devs, None, [costs])
         assert parts["memory"][1, 0, 1] == pytest.approx(1e-3)
         assert parts["overhead"][1, 0, 1] == pytest.approx(5e-6)
+    # A GPU's default for-each AdamW runs the loop's ops over tensor lists: 20 tensor passes
+    # an element (1 ms x 20/7), its launches as fitted (no Python loop per tensor).
+    parts = _parts(1e-3, 5e-6)
+    _default_optimizer_steps(parts, _optimizer_work("optimizer.adamw", 4, 1e6), gpu, None,
+                             [costs])
+    assert parts["memory"][1, 0, 1] == pytest.approx(1e-3 * 20 / 7)
+    assert parts["overhead"][1, 0, 1] == pytest.approx(5e-6)
 
 
 def test_calibrated_fused_optimizer_scales_the_timed_loop_by_tensor_passes():
