@@ -39,11 +39,13 @@ def test_checkpointing_keeps_the_block_inputs(executed):
     assert 1.25 < ratio < 1.40  # one more forward: (F + F + 2F) / (F + 2F) = 4/3
 
 
-def test_70b_needs_two_nodes_without_offload(executed):
+def test_70b_needs_four_nodes_without_offload(executed):
     text = output_text(cell_outputs(executed, 'p70 = profiles["70B"]'))
-    # 1,128.9 GB / 77.3 GB = 14.6 devices of states alone: 8 cannot, 16 can
+    # 1,128.9 GB / 77.3 GB = 14.6 devices of states alone: 8 cannot; 16 clear the states but
+    # not a 4096-token sample's activations without sequence parallelism (the plans' tensor
+    # parallel code has none): the first plan without offload comes at 32.
     first = {line.split()[0]: line.split()[1] for line in text.splitlines()[1:]}
-    assert first["8"] == "0" and int(first["16"]) > 0
+    assert first["8"] == first["16"] == "0" and int(first["32"]) > 0
 
 
 def test_the_all_reduce_on_nvlink_and_across_nodes(executed):

@@ -111,6 +111,12 @@ def _interleave(prof: ModelProfile, pp: int, num_microbatches: int, virtual_stag
     return virtual_stages if prof.num_blocks % (pp * virtual_stages) == 0 else 1
 
 
+#: The plans' tensor parallel is what their code runs (aiadvisor.codegen's tensor-parallel
+#: snippet: column- and row-wise linear layers, no Megatron sequence parallelism), so norms and
+#: residual adds stay whole on every tensor-parallel rank.
+SEQUENCE_PARALLEL = False
+
+
 def _base_configs(prof: ModelProfile, num_devices: int, virtual_stages: int = 1
                   ) -> list[ParallelConfig]:
     configs = []
@@ -126,7 +132,7 @@ def _base_configs(prof: ModelProfile, num_devices: int, virtual_stages: int = 1
         for stage in stages:
             configs.append(ParallelConfig(dp_degree=dp, tp_degree=tp, pp_degree=pp,
                                           zero_stage=stage, num_microbatches=m,
-                                          virtual_stages=v))
+                                          virtual_stages=v, sequence_parallel=SEQUENCE_PARALLEL))
     return configs
 
 
@@ -231,7 +237,8 @@ def _leanest_configs(prof: ModelProfile, num_devices: int) -> list[ParallelConfi
         stage = 3 if dp > 1 and train else 0
         accum = tp * prof.batch_size if train else 1  # a replica's samples, one at a time
         out.append(ParallelConfig(dp_degree=dp, tp_degree=tp, zero_stage=stage,
-                                  checkpointing=ckpt, grad_accum_steps=accum))
+                                  checkpointing=ckpt, grad_accum_steps=accum,
+                                  sequence_parallel=SEQUENCE_PARALLEL))
     return out
 
 
@@ -270,7 +277,10 @@ def _row_notes(row: PlanRow, prof: ModelProfile, spec: HardwareSpec) -> list[str
         per_node = row.memory.cpu_bytes * min(c.num_devices, DEVICES_PER_NODE)
         notes.append(f"host memory per node: {fmt_bytes(per_node)} for offloaded states")
     if c.tp_degree > 1:
-        notes.append("tensor parallel assumes sequence parallelism (activations / tp)")
+        notes.append("tensor parallel with sequence parallelism (activations / tp)"
+                     if c.sequence_parallel else
+                     "tensor parallel as its code runs it, without sequence parallelism: norms, "
+                     "dropout and residual activations stay whole on every rank")
     if c.pp_degree > 1:
         notes.append(f"pipeline: {c.num_microbatches} micro-batches of {row.micro_batch} per "
                      "replica" + (f", interleaved: {c.virtual_stages} virtual stages per device"
