@@ -729,6 +729,10 @@ class GenerationProfile:
     """The decode step as the model's own forward runs it with a cache (None where it could
     not be traced: then a decode step is priced as the prompt forward at one token plus the
     attention over the cache)."""
+    vocab_size: int | None = None
+    """Width of the vocabulary (the head's output features): identifies the head's GEMM in the
+    prompt forward, whose logits a serving engine computes for the last prompt token only
+    (None where unknown: the head is then priced over every prompt token)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,6 +3,7 @@ against the bandwidth floor, serving plans, and the errors for what cannot be se
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -181,6 +182,48 @@ def test_eager_generate_pays_a_launch_per_op(llama8b):
     eager = aa.predict_generation(llama8b, hardware="H100 SXM", engine="eager")
     assert eager.tpot_s > engine.tpot_s
     assert any("CUDA graphs" in n for n in engine.notes)
+
+
+def test_engine_prefill_computes_logits_for_the_last_prompt_token_only(llama8b):
+    from aiadvisor.costmodel.generation import _step_profiles, head_ops
+
+    batch, prompt = 3, 512
+    full = llama8b.prefill.at(batch_size=batch, seq_len=prompt)
+    eager, *_ = _step_profiles(llama8b, batch, prompt, prompt + 64, "eager", fused=False)
+    engine, *_ = _step_profiles(llama8b, batch, prompt, prompt + 64, "engine", fused=True)
+    # The head is the one GEMM writing batch x prompt x 128256 logits (FP32 trace: 4 B each).
+    (head,) = head_ops(full, 128256)
+    assert head.module == "head" and head.bytes_written == pytest.approx(3 * 512 * 128256 * 4)
+    # Removed: 2 x hidden x vocab x (prompt - 1) x batch = 2 x 4096 x 128256 x 511 x 3.
+    assert full.flops_forward - engine.flops_forward == pytest.approx(1_610_681_942_016)
+    assert sum(op.flops for op in full.ops) - sum(op.flops for op in engine.ops) == \
+        pytest.approx(1_610_681_942_016)
+    # What is left is the head over one token a sequence, its 128256 x 4096 weight read whole
+    # (FP32 trace: 2,101,346,304 B) beside 3 hidden states of 4096.
+    (left,) = [op for op in engine.ops if op.module == "head"]
+    assert left.flops == pytest.approx(2 * 4096 * 128256 * 3)
+    assert left.bytes_read == pytest.approx(2_101_346_304 + 3 * 4096 * 4)
+    # transformers generate (eager) prices every prompt position's logits, as it ran them.
+    assert eager.flops_forward == pytest.approx(full.flops_forward)
+    g = aa.predict_generation(llama8b, hardware="H100 SXM", prompt_len=prompt, batch_size=batch)
+    assert any("last prompt token" in n for n in g.notes)
+
+
+def test_a_tied_head_is_found_by_its_output_width():
+    # GPT-2's lm_head shares the token embedding (no parameters of its own): still the GEMM
+    # writing 1000 logits per token. Batch 2 x 10 tokens: 2 x 64 x 1000 x 9 x 2 FLOPs go.
+    from aiadvisor.costmodel.generation import head_ops, last_token_logits
+
+    cfg = transformers.GPT2Config(n_positions=64, n_layer=2, n_embd=64, n_head=2,
+                                  vocab_size=1000)
+    gp = aa.profile_generation(transformers.GPT2LMHeadModel(cfg), prompt_len=16)
+    assert gp.vocab_size == 1000 and gp.head_params == 0
+    full = gp.prefill.at(batch_size=2, seq_len=10)
+    assert [op.module for op in head_ops(full, 1000)] == ["lm_head"]
+    assert full.flops_forward - last_token_logits(gp, full).flops_forward == \
+        pytest.approx(2 * 64 * 1000 * 9 * 2)
+    # Without a known vocabulary nothing is changed.
+    assert last_token_logits(dataclasses.replace(gp, vocab_size=None), full) is full
 
 
 # --- plans ------------------------------------------------------------------------------------

@@ -385,7 +385,7 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
         quantizable_params=quantizable,
         head_params=head,
         attention_flops_per_context_token=_attention_coefficient(prefill),
-        decode=decode)
+        decode=decode, vocab_size=vocab)
 
 
 @contextlib.contextmanager

@@ -515,3 +515,33 @@ def test_tpu_v4_ici_is_the_pod_all_reduce_bandwidth_per_chip():
     spec = get("TPU v4")
     assert spec.interconnect_bw_gbs == pytest.approx(1.1e15 / 4096 / 1e9, abs=0.05)
     assert "1.1 PB/s" in spec.notes and "DERIVED" in spec.notes
+
+
+def test_serving_gaps_are_dense_figures_worked_from_sm_count_and_clock(rows):
+    # GA102 whitepaper (Table 9): RTX 3090 INT8 284/568, INT4 568/1136 TOPS dense/sparse:
+    # 82 SM x 2048 INT8 ops/clk x 1.695 GHz = 284.7 dense. Ada whitepaper: RTX 4080
+    # 76 SM x 2048 x 2.505 GHz = 389.9 dense (779.8 sparse). INT4 twice INT8.
+    assert _value(rows, "NVIDIA GeForce RTX 3090", "int8_tops") == pytest.approx(
+        82 * 2048 * 1.695 / 1000, abs=0.05)
+    assert _value(rows, "NVIDIA GeForce RTX 4080", "int8_tops") == pytest.approx(
+        76 * 2048 * 2.505 / 1000, abs=0.05)
+    for name in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4080"):
+        assert _value(rows, name, "int4_tops") == pytest.approx(
+            2 * _value(rows, name, "int8_tops"), abs=0.15)
+        # GeForce: INT8 at 4x the FP16-with-FP32-accumulate rate stored (RTX 4090: 660.6/165.2)
+        assert _value(rows, name, "int8_tops") == pytest.approx(
+            4 * _value(rows, name, "fp16_tflops"), rel=0.01)
+    assert _value(rows, "NVIDIA GeForce RTX 4080", "int8_tops") < 779.8 / 1.5  # not sparse
+    # Jetson Orin Nano: NVIDIA prints only sparse INT8 (40, Super 67 TOPS); FP16 tensor dense
+    # = INT8 dense / 2 (Ampere tensor cores, A100 312/624), cross-checked against
+    # 8 SM x 2048 FLOP/clk x 0.625 GHz (1.02 GHz Super). BF16 is not published: blank.
+    for name, sparse_int8, ghz in (("NVIDIA Jetson Orin Nano 8GB", 40, 0.625),
+                                   ("NVIDIA Jetson Orin Nano Super 8GB", 67, 1.02)):
+        fp16 = _value(rows, name, "fp16_tflops")
+        assert fp16 == sparse_int8 / 2 / 2
+        assert fp16 == pytest.approx(8 * 2048 * ghz / 1000, rel=0.03)
+        assert math.isnan(rows.loc[name, "bf16_tflops"])
+    # No primary source prints A10G or Apple M2-M4 GPU rates: blank, not guessed.
+    for name in ("NVIDIA A10G", "Apple M2 Max (38-core GPU)", "Apple M3 Max (40-core GPU)",
+                 "Apple M4 Max (40-core GPU)"):
+        assert math.isnan(rows.loc[name, "fp16_tflops"]), name

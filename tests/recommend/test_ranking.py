@@ -128,10 +128,11 @@ def test_precision_table_for_training_rules_out_weight_only_formats():
 
 def test_best_precision_follows_the_datasheet_columns():
     # Dense figures from the catalog (datasheets): H100 and MI300X have bf16 tensor/matrix
-    # engines; T4 (Turing) and V100 (Volta) fp16 only; a Jetson Orin Nano row has fp32 and int8
-    # only, and int8 is never picked silently.
+    # engines; T4 (Turing) and V100 (Volta) fp16 only; the Jetson Orin Nano row has an fp16
+    # tensor figure (derived from its INT8 one), the AGX Orin row fp32 and int8 only, and int8
+    # is never picked silently.
     names = {"H100 SXM": "bf16", "MI300X": "bf16", "T4": "fp16", "V100 SXM2 32GB": "fp16",
-             "Jetson Orin Nano 8GB": "fp32"}
+             "Jetson Orin Nano 8GB": "fp16", "Jetson AGX Orin 64GB": "fp32"}
     for name, expected in names.items():
         for mode in ("train", "infer"):
             assert best_precision(aa.hardware.get(name), mode=mode) == expected, (name, mode)
