@@ -529,11 +529,15 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
                      f"memory-bound ops fused, {kernels:.0f} kernels a step replayed as a CUDA "
                      f"graph, each at the GPU's own per-kernel cost ({launches * 1e3:.2f} ms a "
                      "step in all); engine='eager' prices plain transformers generate.")
-    # The forward's interval without its eager launches (known at P50 only): the P10/P90 keep
-    # their ratio to the P50, so no bound can go below zero.
-    body = decode.mid - decode.overhead
-    fixed = launches * np.asarray(KERNEL_COST_BAND) if graphs else launches
-    tpot = decode.interval * (body / decode.mid if decode.mid > 0 else 0.0) + fixed + kv_s
+    if graphs:
+        # The forward's interval without its eager launches (known at P50 only): the P10/P90
+        # keep their ratio to the P50, so no bound can go below zero; the graph's per-kernel
+        # costs take their own band.
+        body = decode.mid - decode.overhead
+        tpot = (decode.interval * (body / decode.mid if decode.mid > 0 else 0.0)
+                + launches * np.asarray(KERNEL_COST_BAND) + kv_s)
+    else:  # eager: the step as priced, host time and its band included
+        tpot = decode.interval + kv_s
     ttft = prefill.interval
     request_s = ttft + (output_len - 1) * tpot
     replicas = num_devices // tp
