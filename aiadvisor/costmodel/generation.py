@@ -9,7 +9,10 @@ time per output token, priced by the same learned cost model as training and inf
   ``c x 4 x heads x head_dim`` FLOPs per layer, priced as an attention op of that size. The cache
   grows over the output, so the time per output token is taken at the mean context
   ``prompt_len + output_len / 2`` (the step time is linear in the context). That is how a
-  serving engine runs it (``engine="engine"``: a paged cache written in place). Plain PyTorch /
+  serving engine runs it (``engine="engine"``: a paged cache written in place, the memory-bound
+  ops fused one kernel per module, q/k/v and gate/up as one GEMM each, the step replayed as a
+  CUDA graph whose kernels keep their own fixed GPU cost; weight-only int4/nf4 GEMMs multiply
+  in 16 bit, and the prompt's logits are computed for its last token only). Plain PyTorch /
   transformers ``generate`` (``engine="eager"``) is priced on the model's own decode step as
   traced with its cache (:class:`~aiadvisor.schema.DecodeStep`): there each layer re-copies its
   whole cache with ``torch.cat`` every step (the built-in decoders, transformers'
