@@ -191,9 +191,12 @@ def _parts(prof, spec, precision, parallel, model, network
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
     host = None
-    from ..hardware.threads import is_local_cpu
 
-    if spec.kind == "cpu" and (cal is not None or is_local_cpu(spec)):
+    if spec.kind == "cpu":
+        # A catalog CPU is priced with the attached CPU's host costs (the same PyTorch
+        # dispatching the same ops; its cores may be faster or slower): eager PyTorch's
+        # per-op work is there on every CPU, and without it a big CPU would run a small
+        # model's step in the roofline's microseconds.
         from ..hardware.host import host_costs
 
         host = [host_costs()]
@@ -424,6 +427,14 @@ def _attention_note(prof: ModelProfile, backend: str) -> str | None:
 
 
 def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool) -> str:
+    if np.isfinite(graphs_s) and spec.kind in ("tpu", "npu"):
+        what = ("host-bound: the device waits for Python to trace the step" if host_bound else
+                "the device is the bottleneck; the host keeps up")
+        return (f"Lazy-tensor PyTorch (PyTorch/XLA, Gaudi's lazy mode) traces the step's ops in "
+                f"{host_s * 1e3:.3g} ms of host time each step ({what}; estimated from the "
+                f"published eager per-op figure less the kernel launch). Compiled "
+                f"(torch.compile with the device's backend) the step would take about "
+                f"{graphs_s * 1e3:.3g} ms.")
     if np.isfinite(graphs_s):
         what = ("host-bound: the device waits for Python to issue kernels" if host_bound else
                 "the device is the bottleneck; the host keeps up")
@@ -527,15 +538,18 @@ def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -
     arrays (:mod:`.attention`), the others the traced ones."""
     fused = np.array([_backend(prof, s, precision) not in ("none", "as traced") for s in specs])
     measured = precision in MEASURED_PRECISIONS
+    hosts = _cpu_host_costs(specs)
     if fused.all() or not fused.any():
         return step_parts(prof, _ops(prof, fused=bool(fused.any())), precision, parallel, devs,
-                          model, measured_precision=measured, networks=networks)
+                          model, measured_precision=measured, networks=networks,
+                          host_costs=hosts)
     out = None
     for flag in (True, False):
         idx = np.flatnonzero(fused == flag)
         sub = step_parts(prof, _ops(prof, fused=flag), precision, parallel,
                          _device_subset(devs, idx), model, measured_precision=measured,
-                         networks=None if networks is None else [networks[i] for i in idx])
+                         networks=None if networks is None else [networks[i] for i in idx],
+                         host_costs=None if hosts is None else [hosts[i] for i in idx])
         if out is None:
             shape = (sub.compute_s.shape[0], len(specs))
             out = StepParts(*(np.zeros(shape) for _ in range(4)), notes=[],
@@ -545,6 +559,17 @@ def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -
                      "graphs_s", "amp_cast_s"):
             getattr(out, name)[:, idx] = getattr(sub, name)
     return out
+
+
+def _cpu_host_costs(specs) -> list | None:
+    """Per device, the attached CPU's measured host costs for the CPUs among ``specs`` (as
+    :func:`_parts` prices a single CPU), None for the others; None when there is no CPU."""
+    if not any(s.kind == "cpu" for s in specs):
+        return None
+    from ..hardware.host import host_costs
+
+    costs = host_costs()
+    return [costs if s.kind == "cpu" else None for s in specs]
 
 
 def _device_subset(devs, idx):

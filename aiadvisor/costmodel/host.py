@@ -12,6 +12,9 @@ records and runs a node per op, every ``nn.Module`` call costs a little.
   and ``cudaLaunchKernel``), each module call and view op as measured on the development CPU.
   CUDA graphs (``torch.compile(mode="reduce-overhead")``) replay the whole step with one launch:
   the host part goes, the device part stays (``graphs_step_s``).
+* On a **lazy-tensor** accelerator (TPU, NPU: PyTorch/XLA, Gaudi's lazy mode) the Python still
+  traces every op each step while the device runs the previous graph: ``step = max(device,
+  host)`` with the tracing time per op (:data:`LAZY_OP_US`); compiling the step removes it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ import numpy as np
 #: GPU costs 8.3 us of host time a call (pytorch/pytorch#161822), before any module Python.
 #: The host CPU moves it about 2x either way (bench/data/gpu_host_overhead_published.csv).
 EAGER_KERNEL_US = (12.0, 27.5, 45.0)
+#: Host time per op on a lazy-tensor accelerator (PyTorch/XLA on TPUs and Trainium, Gaudi's
+#: lazy mode), microseconds (P10, P50, P90): the model's Python and the dispatcher still run
+#: every op each step, recording it into the graph instead of launching a kernel ("tracing
+#: time", PyTorch/XLA docs, "Tracing Time vs. Execution Time"): :data:`EAGER_KERNEL_US` less
+#: the 5 us a kernel launch takes (4-6 us, bench/data/gpu_host_overhead_published.csv).
+LAZY_OP_US = tuple(max(us - 5.0, 1.0) for us in EAGER_KERNEL_US)
 #: Per ``nn.Module`` call and per view op (no kernel), microseconds: measured on the
 #: development CPU (aiadvisor.hardware.host.measure_host_costs: 0.9-1.1 and 0.74-0.80 us over
 #: three runs); an accelerator's host CPU is assumed alike.
@@ -74,11 +83,13 @@ def cpu_host_extra_s(counts: HostCounts, costs, *, train: bool) -> tuple[float, 
     return extra * 1e-6, (extra + dispatch) * 1e-6
 
 
-def accelerator_host_s(counts: HostCounts) -> np.ndarray:
-    """Host seconds (P10, P50, P90) that eager PyTorch spends issuing one step's kernels.
+def accelerator_host_s(counts: HostCounts, *, lazy: bool = False) -> np.ndarray:
+    """Host seconds (P10, P50, P90) that eager PyTorch spends issuing one step's kernels
+    (``lazy``: that a lazy-tensor backend spends tracing its ops, :data:`LAZY_OP_US`).
 
     The optimizer step is left out: on GPUs PyTorch's default for-each (or fused) AdamW
     launches a few kernels per group of tensors, not one per tensor."""
     kernels = counts.forward_ops + counts.backward_ops
     fixed = counts.module_calls * MODULE_CALL_US + counts.view_ops * VIEW_OP_US
-    return (kernels * np.asarray(EAGER_KERNEL_US) + fixed) * 1e-6
+    per_op = LAZY_OP_US if lazy else EAGER_KERNEL_US
+    return (kernels * np.asarray(per_op) + fixed) * 1e-6

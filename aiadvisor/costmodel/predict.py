@@ -626,9 +626,10 @@ def _op_dtypes(ops: OpArrays, factors: np.ndarray, precision: str, n: int) -> np
     return np.concatenate([dtypes, np.full(n - len(dtypes), "float32", dtype=object)])
 
 
-#: Devices whose PyTorch runs eagerly, one host launch per kernel (TPUs run XLA graphs, Gaudi
-#: NPUs lazy-mode graphs by default).
+#: Devices whose PyTorch runs eagerly, one host launch per kernel; TPUs and NPUs run lazy
+#: tensors (PyTorch/XLA, Gaudi's lazy mode): the host traces every op, launching none.
 EAGER_KINDS = ("gpu", "edge")
+LAZY_KINDS = ("tpu", "npu")
 
 
 def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
@@ -647,8 +648,8 @@ def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
             extra, total = cpu_host_extra_s(counts, costs, train=train)
             add[:, d] = extra * spread
             host[:, d] = total * spread
-        elif spec.kind in EAGER_KINDS:
-            host[:, d] = accelerator_host_s(counts)
+        elif spec.kind in EAGER_KINDS or spec.kind in LAZY_KINDS:
+            host[:, d] = accelerator_host_s(counts, lazy=spec.kind in LAZY_KINDS)
             graphs[:, d] = device_s[:, d]
             if not spec.graph_replay:  # a replayed graph issues no kernels from Python
                 add[:, d] = np.maximum(host[:, d] - device_s[:, d], 0.0)

@@ -359,3 +359,27 @@ def test_training_profiles_list_their_large_parameter_tensors():
     # 1024 x 1024 x 4 bytes = 4 MiB and 256 x 1024 x 4 = 1 MiB; the biases are under 1 MiB.
     assert prof.large_param_bytes == (4 * 2**20, 2**20)
     assert aa.profile(net, torch.randn(4, 1024), mode="infer").large_param_bytes == ()
+
+
+def test_lazy_tensor_accelerators_trace_every_op_on_the_host():
+    from aiadvisor.costmodel.host import EAGER_KERNEL_US, LAZY_OP_US
+
+    # PyTorch/XLA and Gaudi's lazy mode run the model's Python every step, recording each op
+    # instead of launching it: the eager per-kernel figure less the 5 us a launch takes.
+    assert LAZY_OP_US == tuple(max(us - 5.0, 1.0) for us in EAGER_KERNEL_US)
+    prof = aa.profile(_mlp(), torch.randn(1, 64), mode="infer")
+    tpu = aa.predict(prof, hardware="TPU v5e", precision="bf16")
+    # 3 kernels x 22.5 us + 4 module calls x 1 us + 2 views x 0.8 us = 73.1 us
+    assert tpu.host_s == pytest.approx(73.1e-6)
+    assert tpu.host_bound and any("Lazy-tensor" in n for n in tpu.notes)
+    gpu = aa.predict(prof, hardware="H100", precision="bf16")
+    assert gpu.host_s == pytest.approx(88.1e-6)  # 27.5 us a kernel with its launch
+
+
+def test_catalog_cpus_pay_the_host_side_too():
+    # A small model's step on a 128-core catalog CPU is priced with the attached CPU's host
+    # costs (dispatch, autograd, the optimizer loop), not at the roofline's microseconds.
+    prof = aa.profile(_mlp(), torch.randn(32, 64), mode="train", optimizer="adamw")
+    big = aa.predict(prof, hardware="AMD EPYC 9755", precision="fp32")
+    assert big.host_s > 0
+    assert big.step_time_s >= big.host_s
