@@ -338,15 +338,22 @@ def fp16_autocast(ctx: Context) -> Recommendation | None:
     return _autocast(ctx, "fp16", tactic_id="fp16_autocast", title=title)
 
 
+def _gemm_format_gain(ctx: Context, precision: str):
+    """(share of the FLOPs in Linear-layer GEMMs, the step's gain at ``precision``); the gain
+    is None where GEMMs are under half the FLOPs or it is under :data:`MIN_SPEEDUP`."""
+    share = ctx.flops_share("gemm")
+    if share < 0.5:
+        return share, None
+    gain = _gain(ctx, ctx.predict(precision=precision))
+    return share, gain if gain is not None and gain.point >= MIN_SPEEDUP else None
+
+
 @rule("fp8")
 def fp8(ctx: Context) -> Recommendation | None:
     if ctx.precision not in ("bf16", "fp16") or support_level(ctx.spec, "fp8") != "full":
         return None
-    share = ctx.flops_share("gemm")
-    if share < 0.5:
-        return None
-    gain = _gain(ctx, ctx.predict(precision="fp8"))
-    if gain is None or gain.point < MIN_SPEEDUP:
+    share, gain = _gemm_format_gain(ctx, "fp8")
+    if gain is None:
         return None
     peaks = (f"{_pct(share)} of the FLOPs are Linear-layer GEMMs and {ctx.spec.name} runs FP8 "
              f"at {ctx.spec.fp8_tflops:g} vs {ctx.spec.bf16_tflops:g} TFLOPS bf16")
@@ -374,11 +381,8 @@ def mxfp8(ctx: Context) -> Recommendation | None:
     if not ctx.train or ctx.precision not in ("bf16", "fp16") \
             or support_level(ctx.spec, "mxfp8") != "full":
         return None
-    share = ctx.flops_share("gemm")
-    if share < 0.5:
-        return None
-    gain = _gain(ctx, ctx.predict(precision="mxfp8"))
-    if gain is None or gain.point < MIN_SPEEDUP:
+    share, gain = _gemm_format_gain(ctx, "mxfp8")
+    if gain is None:
         return None
     return _make(
         ctx, tactic_id="mxfp8", title="MXFP8 matmuls: FP8 with block scales (Transformer Engine)",
@@ -402,11 +406,8 @@ def fp4(ctx: Context) -> Recommendation | None:
     if ctx.train or ctx.precision not in ("bf16", "fp16") \
             or support_level(ctx.spec, "fp4") != "full" or fp4_format(ctx.spec) != "nvfp4":
         return None
-    share = ctx.flops_share("gemm")
-    if share < 0.5:
-        return None
-    gain = _gain(ctx, ctx.predict(precision="fp4"))
-    if gain is None or gain.point < MIN_SPEEDUP:
+    share, gain = _gemm_format_gain(ctx, "fp4")
+    if gain is None:
         return None
     vs_fp8 = (f" (FP8: {ctx.spec.fp8_tflops:g})" if ctx.spec.fp8_tflops else "")
     return _make(
