@@ -4,9 +4,9 @@ The plan starts from the step as the user runs it ("as you run it": the current 
 device holding a full replica) and applies, in the order a user would apply them:
 
 1. one precision step (TF32, bf16 or fp16 autocast: mutually exclusive, so the fastest is the
-   step and the others are listed as its alternatives); where the step is host-bound (eager
-   PyTorch issuing small kernels) it gains nothing and comes right after the CUDA-graphs step
-   instead, priced on the replayed step;
+   step and the others are listed as its alternatives, ranked by the device's time); where
+   the step is host-bound (eager PyTorch issuing small kernels) and no precision gains, it is
+   tried again right after the CUDA-graphs step, priced on the replayed step;
 2. the parallel plan the planner picks at that precision (ZeRO/FSDP, offload, tensor,
    pipeline and expert parallel, activation checkpointing, gradient accumulation), one
    component a step;
@@ -231,22 +231,25 @@ class _Builder:
             self.skipped.append(f"{tactic_id}: already applied ({why}).")
         return bool(why)
 
-    def precision_step(self, state: State, *, defer: bool = True) -> State:
-        """The fastest precision, as one step with the others as alternatives. ``defer``: on
-        a GPU where eager PyTorch's host time bounds the step at that precision (small
-        batches: the kernels wait for Python), it gains little where it stands; the step
-        then comes right after the CUDA-graphs step (:meth:`tactic_steps`)."""
+    def precision_step(self, state: State, *, retry: bool = False) -> State:
+        """The fastest precision, as one step with the others as alternatives, ranked by what
+        they do to the device's time (where eager PyTorch's host time bounds the step, every
+        precision ties on the step time). A step bound by the host on a GPU may gain nothing
+        from faster kernels: no precision step fires, and it is tried again right after the
+        CUDA-graphs step (:meth:`tactic_steps`)."""
         ctx = self.context(state)
         fired = [rec for tid, fn in tactics.RULES if tid in PRECISION_TACTICS
                  and (rec := fn(ctx)) is not None and not self.already(tid)]
-        best = max(fired, key=lambda r: r.predicted_speedup or 0.0) if fired else None
-        new = dataclasses.replace(state, precision=PRECISION_OF[best.id]) if best else state
-        if defer and state.spec.kind != "cpu" and not state.spec.graph_replay and any(
-                p is not None and p.host_bound for p in (ctx.base, self.predict(new))):
-            self.deferred_precision = True
+        if not fired:
+            base = ctx.base
+            if not retry and base is not None and base.host_bound \
+                    and state.spec.kind != "cpu" and not state.spec.graph_replay:
+                self.deferred_precision = True
             return state
-        if best is None:
-            return state
+        after = {r.id: self.predict(dataclasses.replace(state, precision=PRECISION_OF[r.id]))
+                 for r in fired}
+        best = max(fired, key=lambda r: (_device_speed(after[r.id]), r.predicted_speedup or 0.0))
+        new = dataclasses.replace(state, precision=PRECISION_OF[best.id])
         alternatives = [{"id": r.id, "title": r.title, "predicted_speedup": r.predicted_speedup}
                         for r in fired if r is not best]
         self.add(best, state, new, alternatives=alternatives)
@@ -278,7 +281,7 @@ class _Builder:
             if tactic_id == "cuda_graphs" and self.deferred_precision:
                 # Priced on the replayed step, where faster kernels show.
                 self.deferred_precision = False
-                state = self.precision_step(state, defer=False)
+                state = self.precision_step(state, retry=True)
         return state
 
     def group_steps(self, state: State, group: tuple[str, ...], done: set[str]) -> State:
@@ -297,6 +300,17 @@ class _Builder:
         new = EFFECTS.get(best.id, _no_change)(state, best)
         self.add(best, state, new, alternatives=alternatives)
         return new
+
+
+def _device_speed(pred: Prediction | None) -> float:
+    """1 / the step's device time (its step with CUDA graphs where that is priced, else the
+    step): the precision ranking key."""
+    if pred is None:
+        return 0.0
+    device = pred.graphs_step_s
+    t = device if device is not None and math.isfinite(device) and device > 0 \
+        else pred.step_time_s
+    return 1.0 / t if t and t > 0 else 0.0
 
 
 def _components(start: ParallelConfig, target: ParallelConfig):
@@ -350,10 +364,7 @@ def _precision(name: str):
 
 
 def _graphed(state: State, rec: Recommendation) -> State:
-    from ..costmodel.devices import launch_s
-
-    spec = dataclasses.replace(state.spec, launch_overhead_us=launch_s(state.spec) * 1e6
-                               * tactics.GRAPH_LAUNCH_FRACTION, graph_replay=True)
+    spec = tactics.graphed_spec(state.spec)
     return dataclasses.replace(state, spec=spec)
 
 

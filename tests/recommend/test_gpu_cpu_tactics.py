@@ -226,8 +226,10 @@ def test_l4_inference_offers_fp8_int8_and_fp16_choices(bert_l4):
     steps = {r.id: r for r in bert_l4.recommendations}
     ids = [r.id for r in bert_l4.recommendations]
     # At batch 1 eager PyTorch's host time (228 kernels at 27.5 us, 6.3 ms) bounds the step
-    # once its matmuls run in 16 bit: the precision step follows the CUDA graphs.
-    assert ids[:2] == ["cuda_graphs", "bf16_autocast"]
+    # once its matmuls run in 16 bit: bf16 gains little where it stands (ranked by the
+    # device's time, not tied with TF32 on the host-bound step), the CUDA graphs after it much.
+    assert ids[:2] == ["bf16_autocast", "cuda_graphs"]
+    assert steps["cuda_graphs"].predicted_speedup > 1.5
     first = steps["bf16_autocast"]
     alternatives = {a["id"]: a for a in first.extra["alternatives"]}
     # fp16 is as fast as bf16 on the L4 (121 dense TFLOPS each): listed, not a second step

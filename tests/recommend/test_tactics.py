@@ -86,7 +86,7 @@ def scenarios(gpt2_train, gpt2_train_big, gpt2_infer, cnn_train, llama8b, llama7
         "gpt2_h100": (gpt2_train, {"hardware": "H100 SXM"}),
         "gpt2_h100_b128": (gpt2_train_big, {"hardware": "H100 SXM"}),
         # 80 parameter tensors, a step long enough not to be host-bound
-        "mlp40_h100": (aa.profile(net, torch.randn(16384, 256)), {"hardware": "H100 SXM"}),
+        "mlp40_h100": (aa.profile(net, torch.randn(65536, 256)), {"hardware": "H100 SXM"}),
         "gpt2_t4": (gpt2_train, {"hardware": "T4"}),
         "gpt2_infer_h100": (gpt2_infer, {"hardware": "H100 SXM", "precision": "bf16"}),
         "gpt2_infer_xeon": (gpt2_infer, {"hardware": "Intel Xeon Platinum 8480+"}),
@@ -335,6 +335,6 @@ def test_host_bound_plan_prices_precision_after_the_graphs(gpt2_train, scenarios
     steps = [r.id for r in scenarios["gpt2_h100"].recommendations]
     assert steps.index("bf16_autocast") == steps.index("cuda_graphs") + 1
     bf16 = scenarios["gpt2_h100"].recommendations[steps.index("bf16_autocast")]
-    assert bf16.predicted_speedup > 1.5  # where it stood first it gained under 3 %
+    assert bf16.predicted_speedup > 1.2  # where it stood first it gained under 3 %
     skipped = scenarios["gpt2_h100"].plan.attrs["skipped"]
     assert len(skipped) == len(set(skipped))
