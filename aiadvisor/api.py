@@ -363,6 +363,7 @@ class Report:
             "parallel_advice": self.parallel.attrs.get("advice", ""),
             "hardware_note": self.hardware.attrs.get("precision_note", ""),
             "price_note": self.hardware.attrs.get("price_note", ""),
+            "host_note": self.hardware.attrs.get("host_note", ""),
         }
         if self._serving is not None:
             data["generation"] = dataclasses.asdict(self.generation)

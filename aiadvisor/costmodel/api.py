@@ -431,8 +431,8 @@ def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: b
         what = ("host-bound: the device waits for Python to trace the step" if host_bound else
                 "the device is the bottleneck; the host keeps up")
         return (f"Lazy-tensor PyTorch (PyTorch/XLA, Gaudi's lazy mode) traces the step's ops in "
-                f"{host_s * 1e3:.3g} ms of host time each step ({what}; estimated from the "
-                f"published eager per-op figure less the kernel launch). Compiled "
+                f"{host_s * 1e3:.3g} ms of host time each step ({what}; estimated: the "
+                f"published eager per-op figure). Compiled "
                 f"(torch.compile with the device's backend) the step would take about "
                 f"{graphs_s * 1e3:.3g} ms.")
     if np.isfinite(graphs_s):
@@ -530,7 +530,7 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
 
 TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step_time_s", "low_s",
                  "high_s", "throughput", "bound", "confidence", "compute_s", "memory_s",
-                 "communication_s", "overhead_s", "mfu", "fabric"]
+                 "communication_s", "overhead_s", "mfu", "fabric", "host_s", "host_bound"]
 
 
 def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -> StepParts:
@@ -633,4 +633,7 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
         "communication_s": parts.communication_s[1], "overhead_s": parts.overhead_s[1],
         "mfu": _mfu(prof, step, devs.gemm_peak_tflops[:, 0], parallel.num_devices),
         "fabric": np.array([n.fabric for n in networks], dtype=object),
+        "host_s": parts.host_s[1],
+        # As _to_prediction: the host bounds the step when it takes longer than the device.
+        "host_bound": np.isfinite(parts.graphs_s[1]) & (parts.host_s[1] > parts.graphs_s[1]),
     }

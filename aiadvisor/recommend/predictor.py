@@ -156,6 +156,7 @@ class Predictor:
                 continue
             values = {k: rec[k] if k in ("bound", "confidence") else float(rec[k])
                       for k in _TABLE_FIELDS}
+            values["host_bound"] = bool(rec["host_bound"])
             pred = Prediction(hardware=spec.name, precision=rec["precision"],
                               num_devices=parallel.num_devices, **values)
             key = (id(step_prof), spec.name, id(spec), rec["precision"], parallel)
@@ -197,7 +198,7 @@ class Predictor:
 
 
 _TABLE_FIELDS = ("step_time_s", "throughput", "low_s", "high_s", "bound", "confidence",
-                 "compute_s", "memory_s", "communication_s", "overhead_s", "mfu")
+                 "compute_s", "memory_s", "communication_s", "overhead_s", "mfu", "host_s")
 
 
 def _vector_table(step_prof, specs, precisions, parallel, fabric, node_size) -> list[dict]:

@@ -33,7 +33,7 @@ COLUMNS = ["hardware", "vendor", "kind", "segment", "precision", "num_devices", 
            "fits", "plan", "memory_per_device_bytes", "step_time_s", "step_time_low_s",
            "step_time_high_s", "throughput", "usd_per_hour", "price_basis",
            "cost_per_million_samples_usd", "energy_per_sample_j_upper_bound", "pareto",
-           "confidence", "notes"]
+           "confidence", "host_bound", "notes"]
 
 
 def _candidates(prof: ModelProfile, num_devices: int) -> list[ParallelConfig]:
@@ -159,15 +159,38 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     rows = [_predicted(prof, choice, predictor) for choice in choices]
     df = pd.DataFrame.from_records(rows, columns=COLUMNS)
     df["pareto"] = pareto_front(df, cost="cost_per_million_samples_usd", speed="throughput")
-    order = df["throughput"].fillna(-math.inf)
-    df = df.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o")
+    # Fastest first; devices that tie (a step every one of them waits on the host for) go
+    # cheapest first.
+    df = df.assign(_o=-df["throughput"].fillna(-math.inf),
+                   _c=df["cost_per_million_samples_usd"].fillna(math.inf))
+    df = df.sort_values(["_o", "_c"], kind="stable").drop(columns=["_o", "_c"])
     df = df.reset_index(drop=True)
     df.attrs["precision_note"] = precision_note(precision, mode=prof.mode)
+    df.attrs["host_note"] = host_note(df)
     unpriced = int(df["usd_per_hour"].isna().sum())
     df.attrs["price_note"] = price.describe() + (
         f" {unpriced} device(s) have no price in the catalog: no cost and no place on the "
         "Pareto front." if unpriced else "")
     return df
+
+
+def host_note(frame: pd.DataFrame) -> str:
+    """A sentence when the host bounds the step on most of the ranked devices ("" otherwise):
+    their times are then Python's (eager PyTorch issuing each kernel), not the hardware's.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"host_bound": [True, True, False], "throughput": [1.0] * 3})
+    >>> host_note(frame)[:41]
+    'On 2 of the 3 devices ranked, eager PyTor'
+    """
+    bound = frame["host_bound"].fillna(False).astype(bool) & frame["throughput"].notna()
+    ranked = int(frame["throughput"].notna().sum())
+    if not ranked or bound.sum() < max(2, ranked / 2):
+        return ""
+    return (f"On {int(bound.sum())} of the {ranked} devices ranked, eager PyTorch's host time "
+            "(Python issuing each kernel, estimated) bounds this step, not the hardware: they "
+            "tie, cheapest first. CUDA graphs or torch.compile (see the plan) or a larger batch "
+            "let the devices' own speed show.")
 
 
 def precision_note(precision: str | None, *, mode: str, current: str | None = None) -> str:
@@ -266,7 +289,7 @@ def _predicted(prof, choice: _Choice, predictor: Predictor) -> dict[str, Any]:
         return row
     row.update(step_time_s=pred.step_time_s, step_time_low_s=pred.low_s,
                step_time_high_s=pred.high_s, throughput=pred.throughput,
-               confidence=pred.confidence)
+               confidence=pred.confidence, host_bound=bool(pred.host_bound))
     hourly = row["usd_per_hour"]
     if not math.isnan(hourly) and pred.throughput > 0:
         row["cost_per_million_samples_usd"] = hourly * used / 3600 / pred.throughput * 1e6

@@ -193,8 +193,8 @@ def _hardware_note(report: Any) -> list[str]:
     """The ranking's sentences on precision (which precision each device is ranked at) and on
     price (rent or own, the amortisation, how many devices have no price)."""
     attrs = report.hardware.attrs
-    return [note for note in (attrs.get("precision_note", ""), attrs.get("price_note", ""))
-            if note]
+    return [note for note in (attrs.get("precision_note", ""), attrs.get("price_note", ""),
+                              attrs.get("host_note", "")) if note]
 
 
 def to_text(report: Any, *, limit: int = 8) -> str:

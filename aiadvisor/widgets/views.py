@@ -197,7 +197,7 @@ class HardwareView(_View):
     def _draw(self, report: Any) -> None:
         frame = self._filtered(report.hardware)
         parts: list[W.Widget] = [self.filters]
-        for key in ("precision_note", "price_note"):
+        for key in ("precision_note", "price_note", "host_note"):
             note = report.hardware.attrs.get(key, "")
             if note:
                 parts.append(W.HTML(H.note(note)))

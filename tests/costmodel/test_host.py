@@ -365,15 +365,15 @@ def test_lazy_tensor_accelerators_trace_every_op_on_the_host():
     from aiadvisor.costmodel.host import EAGER_KERNEL_US, LAZY_OP_US
 
     # PyTorch/XLA and Gaudi's lazy mode run the model's Python every step, recording each op
-    # instead of launching it: the eager per-kernel figure less the 5 us a launch takes.
-    assert LAZY_OP_US == tuple(max(us - 5.0, 1.0) for us in EAGER_KERNEL_US)
+    # instead of launching it: priced as the eager per-kernel figure.
+    assert LAZY_OP_US == EAGER_KERNEL_US
     prof = aa.profile(_mlp(), torch.randn(1, 64), mode="infer")
     tpu = aa.predict(prof, hardware="TPU v5e", precision="bf16")
-    # 3 kernels x 22.5 us + 4 module calls x 1 us + 2 views x 0.8 us = 73.1 us
-    assert tpu.host_s == pytest.approx(73.1e-6)
+    # 3 ops x 27.5 us + 4 module calls x 1 us + 2 views x 0.8 us = 88.1 us
+    assert tpu.host_s == pytest.approx(88.1e-6)
     assert tpu.host_bound and any("Lazy-tensor" in n for n in tpu.notes)
     gpu = aa.predict(prof, hardware="H100", precision="bf16")
-    assert gpu.host_s == pytest.approx(88.1e-6)  # 27.5 us a kernel with its launch
+    assert gpu.host_s == pytest.approx(tpu.host_s)  # 27.5 us a kernel with its launch
 
 
 def test_catalog_cpus_pay_the_host_side_too():

@@ -206,3 +206,21 @@ def test_ranking_prices_every_row_by_the_rule_and_says_which_price(specs):
     assert own.loc["NVIDIA RTX PRO 6000 Blackwell", "usd_per_hour"] == pytest.approx(
         8565 / 10950 + 0.09, abs=1e-5)
     assert own.loc["NVIDIA H100 SXM", "usd_per_hour"] == 3.78  # rent-only stays rented
+
+
+def test_host_bound_devices_tie_cheapest_first_and_the_ranking_says_so():
+    from aiadvisor import examples
+
+    model, x = examples.build("tiny-gpt")
+    df = aa.advise(model, x).hardware
+    # A 5.4 M-parameter decoder at 8 x 512 tokens: eager PyTorch's host time (hundreds of
+    # kernels at 27.5 us) exceeds the device time on most accelerators, which then tie.
+    bound = df[df["host_bound"].fillna(False).astype(bool)]
+    assert len(bound) >= 10
+    assert "host time" in df.attrs["host_note"]
+    tied = bound[bound["throughput"] == bound["throughput"].iloc[0]]
+    costs = tied["cost_per_million_samples_usd"].dropna().tolist()
+    assert len(costs) >= 3 and costs == sorted(costs)
+    # A step the devices' own speed decides carries no such sentence.
+    big = aa.advise(aa.profile(model, x, mode="train").at(batch_size=256))
+    assert big.hardware.attrs["host_note"] == ""
