@@ -97,12 +97,17 @@ class MemoryBreakdown:
     cuda_reserved_bytes: int = 0
     """``torch.cuda.max_memory_reserved()`` the same step would show on a CUDA device
     (estimated: caching-allocator blocks, segment slack, cuBLAS workspace)."""
+    cuda_peak_bytes: int | None = None
+    """``torch.cuda.max_memory_allocated()`` the same step would show on a CUDA device: the
+    peak without the ``T x T`` tensors a CPU or meta trace's attention math path saved, which
+    a GPU's fused kernel does not keep (None: as ``peak_bytes``)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
             self, "weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
             "inputs_bytes", "peak_bytes", "temporaries_bytes", "process_bytes",
             "process_low_bytes", "process_high_bytes", "cuda_reserved_bytes",
+            "cuda_peak_bytes",
         )
 
     @property

@@ -11,7 +11,10 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   (few rows, as in one decode step: ``M`` read off its FLOPs and bytes,
   ``M K N / (M K + K N + M N)``, under :data:`SKINNY_ROWS` or the skinny grid's largest timed
   ``M``) runs at the rate the skinny grid measured at that ``M`` (log-log interpolation, flat
-  beyond the ends), and never faster than its bytes over the measured bandwidth. A forward GEMM
+  beyond the ends), moved along ``log K`` toward the rate timed at a shorter ``K`` where its
+  ``K`` is known (one-row GEMMs with short dot products run slower: 15 GB/s at K = 512 where
+  K = 2048 ran 21 on the 2026-12-06 development CPU), and never faster than its bytes over
+  the measured bandwidth. A forward GEMM
   whose weight (``weight_elements``: its module's own parameters per call) is larger than
   the linear grid's largest pays :meth:`LocalCalibration.gemm_weight_seconds` on top: the
   extra seconds per weight element fitted from the grid's large-weight GEMMs (family
@@ -80,6 +83,7 @@ from ..hardware.calibrate import (
     COLD_SUFFIX,
     CONV_CALL_SUFFIX,
     MAX_POOL_OP,
+    SKINNY_SHAPES,
     base_op,
 )
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
@@ -113,6 +117,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
                   "index_add_", "scatter_add_"),
 }
+#: K of the skinny grid's GEMMs (:data:`~aiadvisor.hardware.calibrate.SKINNY_SHAPES`).
+SKINNY_K = float(SKINNY_SHAPES[0][1])
 #: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes), or than the skinny
 #: grid's largest timed M where that is more, use the skinny grid: its largest M (64,
 #: K = N = 2048) estimates as 60; the square linear grid's smallest as 85. Within the skinny
@@ -192,6 +198,10 @@ class LocalCalibration:
     date: str = ""
     skinny: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """dtype -> (log rows, log FLOP/s) of the skinny forward GEMMs, by increasing rows."""
+    skinny_narrow: dict[str, tuple[float, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log K, log rows, log FLOP/s) of the skinny GEMMs timed at a shorter K
+    (:data:`~aiadvisor.hardware.calibrate.SKINNY_NARROW_SHAPES`); the skinny grid's own K is
+    :data:`SKINNY_K`."""
     bw_gbs: float | None = None
     """Measured streaming bandwidth (GB/s)."""
     conv: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -250,6 +260,7 @@ class LocalCalibration:
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
+        narrow: dict[float, dict[str, list[tuple[float, float]]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
         conv_points: list = []
         conv_call: dict[tuple[str, str], float] = {}
@@ -268,7 +279,9 @@ class LocalCalibration:
             dtype = getattr(p, "dtype", "float32")
             if p.family == "gemm-skinny":
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
-                skinny.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                inner = getattr(p, "inner", 0.0) or SKINNY_K
+                grid = skinny if inner == SKINNY_K else narrow.setdefault(inner, {})
+                grid.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
                 continue
             if p.family.startswith("gemm-"):
                 by_key.setdefault((p.family, dtype), []).append((work, p.seconds))
@@ -304,10 +317,12 @@ class LocalCalibration:
                 weight[dtype] = fit_gemm_weight(curve, pts, base)
         cold = {key: pts for key, pts in by_key.items() if key[0].endswith(COLD_SUFFIX)}
         rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
+        narrow_rates = {dt: (float(np.log(k)), *(np.array(v) for v in zip(*sorted(pts))))
+                        for k, by_dtype in narrow.items() for dt, pts in by_dtype.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
-                   skinny=rates, bw_gbs=result.memory_bw_gbs,
+                   skinny=rates, skinny_narrow=narrow_rates, bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
                    conv_call=conv_call, conv_weight=conv_weight,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
@@ -315,7 +330,8 @@ class LocalCalibration:
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
-                   weight_elements: np.ndarray | None = None) -> np.ndarray:
+                   weight_elements: np.ndarray | None = None,
+                   written_bytes: np.ndarray | None = None) -> np.ndarray:
         """Seconds per call of each op from its own curve, else its family's median, in the
         op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
@@ -377,7 +393,8 @@ class LocalCalibration:
                 out[rows] = out[rows] + self.gemm_weight_seconds(weight_elements[rows], dtype)
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
-                                     dtype)
+                                     dtype, weight_elements=weight_elements,
+                                     written_bytes=written_bytes)
         return out
 
     def _max_pool_seconds(self, name: str, dtype: str,
@@ -425,8 +442,13 @@ class LocalCalibration:
         return seconds
 
     def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
-                        num_bytes: np.ndarray, dtype: str) -> None:
-        """Overwrite the time of the skinny GEMMs among ``rows`` (in place)."""
+                        num_bytes: np.ndarray, dtype: str, *,
+                        weight_elements: np.ndarray | None = None,
+                        written_bytes: np.ndarray | None = None) -> None:
+        """Overwrite the time of the skinny GEMMs among ``rows`` (in place): the skinny grid's
+        rate at their rows, moved along ``log K`` toward the rate timed at the shorter K where
+        their K is known (``K = weight elements / N``, ``N`` = written elements / rows) and the
+        calibration timed one (within two octaves below it and one above the grid's K)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
         log_m, log_rate = self.skinny[dtype]
@@ -434,8 +456,21 @@ class LocalCalibration:
         thin = (m < limit) & (f > 0)
         if not thin.any():
             return
-        rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
-        seconds = f[thin] / rate
+        at_m = np.log(np.maximum(m[thin], 1.0))
+        log_r = np.interp(at_m, log_m, log_rate)
+        narrow = self.skinny_narrow.get(dtype)
+        if narrow is not None and weight_elements is not None and written_bytes is not None:
+            log_k_narrow, nm, nrate = narrow
+            w = np.asarray(weight_elements, float)[rows][thin]
+            size = _DTYPE_BYTES.get(dtype, 4.0)
+            n_out = np.asarray(written_bytes, float)[rows][thin] / size / np.maximum(m[thin], 1.0)
+            known = (w > 0) & (n_out >= 1)
+            log_k = np.log(np.where(known, w / np.maximum(n_out, 1.0), SKINNY_K))
+            ref = np.log(SKINNY_K)
+            log_k = np.clip(log_k, log_k_narrow - 2 * np.log(2), ref + np.log(2))
+            slope = (log_r - np.interp(at_m, nm, nrate)) / (ref - log_k_narrow)
+            log_r = np.where(known, log_r + slope * (log_k - ref), log_r)
+        seconds = f[thin] / np.exp(log_r)
         if self.bw_gbs:
             seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))
         out[rows[thin]] = seconds

@@ -252,9 +252,12 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     families = np.array(["recurrent" if div > 1 else op_family(n, c, ph) for n, c, ph, div in
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
+    written = work.written_per_call
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
                            work.flops_per_call / steps, op_dtypes,
-                           weight_elements=work.weight_per_call) * steps * work.count
+                           weight_elements=work.weight_per_call,
+                           written_bytes=None if written is None else written / steps
+                           ) * steps * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]))

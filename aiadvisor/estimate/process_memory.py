@@ -280,7 +280,8 @@ class ProcessEstimate:
 
 
 def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: int,
-                     inputs_bytes: int) -> ProcessEstimate:
+                     inputs_bytes: int, fused_attention_saving_bytes: int = 0
+                     ) -> ProcessEstimate:
     """From the profile-time facts (:func:`aiadvisor.profiler.process.facts`) and the
     allocator-level peak: the CPU resident set, or for a model on a CUDA device
     ``torch.cuda.max_memory_reserved()``; and the reserved figure of the same step on a GPU.
@@ -288,7 +289,10 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     CPU: the resident set now, less the model's own tensors already in it, plus weights and
     inputs, plus the step's other tensors times the replayed heap's resident-to-live ratio,
     plus :data:`FIRST_STEP_RESIDENT_BYTES`. CUDA: the peak times the replayed block-rounding
-    ratio, plus :data:`CUDA_SEGMENT_SLACK_BYTES` and, with GEMMs, the cuBLAS workspace.
+    ratio, plus :data:`CUDA_SEGMENT_SLACK_BYTES` and, with GEMMs, the cuBLAS workspace; a CUDA
+    device runs ``scaled_dot_product_attention`` as a fused kernel, so the ``T x T`` tensors a
+    CPU or meta trace's math path saved for backward (``fused_attention_saving_bytes``) are
+    not in its peak.
 
     >>> f = {"device": "cpu", "rss_bytes": 500 * MiB, "resident_model_bytes": 100 * MiB,
     ...      "heap_ratio": 1.5, "cuda_block_ratio": 1.0, "cuda_gemms": False}
@@ -297,7 +301,8 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     >>> e.process_bytes // MiB    # 500 - 100 + 100 + 200 x 1.5 + 2
     802
     """
-    reserved = int(peak_bytes * facts.get("cuda_block_ratio", 1.0)) + CUDA_SEGMENT_SLACK_BYTES
+    cuda_peak = max(peak_bytes - fused_attention_saving_bytes, 0)
+    reserved = int(cuda_peak * facts.get("cuda_block_ratio", 1.0)) + CUDA_SEGMENT_SLACK_BYTES
     if facts.get("cuda_gemms"):
         reserved += CUBLAS_WORKSPACE_BYTES["other"]
     device = str(facts.get("device", "cpu"))

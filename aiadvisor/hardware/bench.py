@@ -38,6 +38,7 @@ from .calibrate import (
     GPU_ELEMENTS,
     LINEAR_SHAPES,
     RECURRENT_SHAPES,
+    SKINNY_NARROW_SHAPES,
     SKINNY_SHAPES,
     WIDE_SHAPES,
     OpPoint,
@@ -64,7 +65,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 19
+_CACHE_VERSION = 20
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -665,6 +666,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
                      + (len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
+                        + len(SKINNY_NARROW_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         total_steps += len(cold_grid(config["op_elements"])) + 1 if device.backend == "cpu" \

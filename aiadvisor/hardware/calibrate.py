@@ -54,6 +54,14 @@ WIDE_SHAPES = ((256, 2048, 4096), (256, 4096, 4096))
 #: same FLOPs ran at 135), and faster than their weights over the DRAM bandwidth when the weights
 #: sit in cache. K = N = 2048 (16 MB of FP32 weights, beyond a core's L2) like an LLM layer.
 SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
+#: The skinny grid again at K = 512 (a few rows): at one row the rate grows with K, the length
+#: of each dot product. Measured on the 2026-12-06 development CPU (2-core AMD EPYC VM, FP32,
+#: weights cycled through 512 MiB): M = 1 at 13.1, 15.3, 16.9, 18.0 and 20.8 GB/s for K =
+#: 256, 512, 768, 1024 and 2048 (22.6 at 4096); M = 8 at 13-15 GB/s whatever K. A decoder
+#: 512 wide decoded 25 % slower than the K = 2048 rates predicted. The same rows as the skinny
+#: grid: a library's kernel choice changes with M (that CPU ran M = 2 at half M = 1's bytes
+#: per second at K = 2048), and the two grids are compared row count by row count.
+SKINNY_NARROW_SHAPES = tuple((m, 512, 8192) for m in (1, 2, 4, 8, 16, 32, 64))
 #: Bytes of weight matrices each skinny timing cycles through: a decode step streams every
 #: weight once, from DRAM. Measured on the 2-core development CPU (480 MB of L3 reported,
 #: shared by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling
@@ -156,6 +164,8 @@ class OpPoint:
     weight_elements: float = 0.0
     """Elements of a linear GEMM's weight (its right-hand operand, ``K x N``) or of a
     convolution's weight (``out x in x kh x kw``); 0 elsewhere."""
+    inner: float = 0.0
+    """``K`` of a skinny GEMM (the length of its dot products); 0 where not recorded."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +271,8 @@ def _attention_cases(torch: Any, seq: int, dev: str, f: Any) -> list[tuple[str, 
 def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=LINEAR_SHAPES, skinny=SKINNY_SHAPES,
-                  wide=WIDE_SHAPES, dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
+                  wide=WIDE_SHAPES, narrow=SKINNY_NARROW_SHAPES,
+                  dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
     """Forward and backward GEMMs of linear layers, forward GEMMs of ones with large weights
     (family ``gemm-forward-wide``) and of skinny ones (family ``gemm-skinny``). A backward point
     stands for one of its two GEMM calls (2 M K N FLOPs, half the measured time), as the
@@ -293,7 +304,8 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                                 min_time_s=min_time_s, step=step, shapes=wide, dtype=dtype,
                                 cycle_bytes=WIDE_CYCLE_BYTES, family="gemm-forward-wide")
         points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
-                                min_time_s=min_time_s, step=step, shapes=skinny, dtype=dtype)
+                                min_time_s=min_time_s, step=step, shapes=(*skinny, *narrow),
+                                dtype=dtype)
     return points
 
 
@@ -328,7 +340,7 @@ def skinny_points(torch: Any, *, dev: str, sync: Callable[[], None],
                               num_bytes=size * (m * k + k * n + n + m * n),
                               flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
                               cycle_bytes=float(count * size * k * n),
-                              weight_elements=float(k * n)))
+                              weight_elements=float(k * n), inner=float(k)))
         del ws, first
     return points
 

@@ -60,8 +60,14 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     peak = max(peak_fwd_bwd + (opt if train else 0), peak_opt, weights + inputs)
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
+    sdpa = _sdpa_groups(static, dyn)
+    # A CUDA trace ran the fused kernel already; a CPU or meta trace's math path saved T x T
+    # tensors a GPU's fused kernel does not keep (the CUDA figure leaves them out).
+    fused_saving = sum(max(g.saved_bytes - g.io_bytes - g.lse_bytes, 0.0) for g in sdpa) \
+        if train and not str(static.get("device", "")).startswith("cuda") else 0.0
     process = process_estimate(static.get("process", {}), mode=static["mode"],
-                               peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs)
+                               peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs,
+                               fused_attention_saving_bytes=int(fused_saving))
     memory = MemoryBreakdown(
         weights_bytes=weights, grads_bytes=grads if train else 0,
         optimizer_bytes=opt if train else 0,
@@ -70,6 +76,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         process_label=process.label, cuda_reserved_bytes=process.cuda_reserved_bytes,
         process_low_bytes=process.process_low_bytes,
         process_high_bytes=process.process_high_bytes,
+        cuda_peak_bytes=int(max(peak - fused_saving, 0)),
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
     return TracedProfile(
@@ -92,7 +99,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         notes=tuple(static["notes"]),
         num_active_params=static.get("num_active_params"),
         moe=_moe_routing(static.get("moe"), batch_size=batch_size, seq_len=seq_len),
-        sdpa=_sdpa_groups(static, dyn),
+        sdpa=sdpa,
         num_module_calls=round(dyn.get(SEP.join(("host", "modules")), 0.0)),
         num_view_ops_forward=round(dyn.get(SEP.join(("host", "views", "forward")), 0.0)),
         num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),

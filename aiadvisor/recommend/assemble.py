@@ -49,7 +49,8 @@ class ReportTables:
         seq_prof = predictor.memo(base, ("seq", seq), lambda: rescale(base, seq_len=seq))
         self.profile = prof = predictor.at(seq_prof, batch or seq_prof.batch_size)
         self._parts_for = PartsSource(seq_prof, batch_size=prof.batch_size,
-                                      cache=predictor.memo(seq_prof, ("parts",), dict))
+                                      cache=predictor.memo(seq_prof, ("parts",), dict)
+                                      ).for_spec(spec)
         self.num_devices = options.get("num_devices") or 1
         self.requested = options.get("precision") or "fp32"
         #: The user pinned a precision: the hardware ranking uses it on every device. Otherwise

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..costmodel.attention import attention_backend
 from ..errors import InvalidArgumentError, check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import PRECISIONS, fmt_bytes
@@ -450,7 +451,10 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
            else nic_gbs_per_node)
     nic_bandwidth_per_device_gbs(nic_gbs_per_node=nic)  # checks it
     return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
-                               parts=activation_parts(prof, precision=precision),
+                               parts=activation_parts(
+                                   prof, precision=precision,
+                                   fused_attention=attention_backend(spec, precision)
+                                   != "as traced"),
                                predictor=Predictor(fabric=fabric, node_size=node_size),
                                ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic,
                                virtual_stages=virtual_stages)

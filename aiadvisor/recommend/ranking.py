@@ -74,6 +74,7 @@ class _Memory:
         self.parts_for = parts_for
         self._totals: dict[tuple[str, ParallelConfig], float] = {}
         self._lists: dict[tuple[str, int], list[tuple[ParallelConfig, float]]] = {}
+        self._others: dict[bool, _Memory] = {}
 
     def total(self, precision: str, config: ParallelConfig) -> float:
         key = (precision, config)
@@ -91,6 +92,10 @@ class _Memory:
         return self._lists[key]
 
     def first_fitting(self, spec: HardwareSpec, precision: str, num_devices: int):
+        source = self.parts_for.for_spec(spec)
+        if source is not self.parts_for:  # the device keeps other activations (fused SDPA)
+            other = self._others.setdefault(source.fused_attention, _Memory(self.prof, source))
+            return other.first_fitting(spec, precision, num_devices)
         for config, mem in self._options(precision, num_devices):
             if spec.memory_bytes is None or mem <= usable_bytes(spec.memory_bytes):
                 return config, mem

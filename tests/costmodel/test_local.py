@@ -817,3 +817,32 @@ def test_an_untimed_variant_takes_the_bare_ops_timings():
                          np.zeros(2))
     # Its own curve where timed (0.4 ms at 2 MB); else the bare op's (2 ms), not the family's.
     assert got == pytest.approx([0.4e-3, 2e-3])
+
+
+def test_one_row_gemms_take_the_rate_of_their_dot_product_length():
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    # Timed at one row (log-log in rows): K = 2048 at 20 GFLOP/s, K = 512 at 10 GFLOP/s.
+    cal = LocalCalibration(
+        skinny={"float32": (np.log([1.0, 64.0]), np.log([20e9, 40e9]))},
+        skinny_narrow={"float32": (math.log(512), np.log([1.0, 64.0]), np.log([10e9, 40e9]))},
+        curves={("gemm-forward", "float32"): _curve([(1e6, 1e-3), (1e9, 1e-2)])})
+
+    def seconds(k, n, *, known=True):
+        flops = 2.0 * k * n
+        num_bytes = 4.0 * (k + k * n + n)  # one row: the row, the weight, the output
+        return cal.op_seconds(np.array(["aten.mm"]), np.array(["gemm-forward"]),
+                              np.array([num_bytes]), np.array([flops]),
+                              weight_elements=np.array([k * n if known else 0.0]),
+                              written_bytes=np.array([4.0 * n]))[0]
+
+    # K = 1024 lies halfway between 512 and 2048 in log K: sqrt(10 x 20) GFLOP/s.
+    assert seconds(1024, 4096) == pytest.approx(2 * 1024 * 4096 / math.sqrt(10e9 * 20e9),
+                                                rel=1e-6)
+    # K = 2048 and K = 512 take their own grid's rate; an unknown weight the K = 2048 grid's.
+    assert seconds(2048, 2048) == pytest.approx(2 * 2048 * 2048 / 20e9, rel=1e-6)
+    assert seconds(512, 8192) == pytest.approx(2 * 512 * 8192 / 10e9, rel=1e-6)
+    assert seconds(512, 8192, known=False) == pytest.approx(2 * 512 * 8192 / 20e9, rel=1e-6)
+    # The rate goes as K^0.5 between the two (20/10 over 2048/512); two octaves below 512 at
+    # most: K = 64 is priced as K = 128, 10 x (128/512)^0.5 = 5 GFLOP/s.
+    assert seconds(64, 8192) == pytest.approx(2 * 64 * 8192 / 5e9, rel=1e-6)

@@ -200,7 +200,12 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                                                                per_element * n2]
     # Linear layers on a CPU: forward (addmm) and backward (one point per mm of the pair), each
     # 2 M K N FLOPs a call.
-    from aiadvisor.hardware.calibrate import LINEAR_SHAPES, SKINNY_SHAPES, WIDE_SHAPES
+    from aiadvisor.hardware.calibrate import (
+        LINEAR_SHAPES,
+        SKINNY_NARROW_SHAPES,
+        SKINNY_SHAPES,
+        WIDE_SHAPES,
+    )
 
     for family in ("gemm-forward", "gemm-backward"):
         flops = sorted(p.flops for p in result.ops if p.family == family)
@@ -247,10 +252,13 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     rec = sorted(p.flops for p in result.ops if p.family == "recurrent")
     lstm = [2.0 * b * 4 * h * 2 * h for b, h in RECURRENT_SHAPES]
     assert rec == sorted(lstm + [2 * f for f in lstm]) and RECURRENT_STEPS > 1
-    # Skinny forward GEMMs (decode-step shapes), forward only: M = 1..64 rows of 2048 x 2048.
-    skinny = sorted((p.flops, p.num_bytes) for p in result.ops if p.family == "gemm-skinny")
-    assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n))
-                            for m, k, n in SKINNY_SHAPES)
+    # Skinny forward GEMMs (decode-step shapes), forward only: M = 1..64 rows of 2048 x 2048,
+    # and the same rows of 512 x 8192 (K = 512), each with its K recorded.
+    skinny = sorted((p.flops, p.num_bytes, p.inner) for p in result.ops
+                    if p.family == "gemm-skinny")
+    assert skinny == sorted((2.0 * m * k * n, 4 * (m * k + k * n + n + m * n), k)
+                            for m, k, n in (*SKINNY_SHAPES, *SKINNY_NARROW_SHAPES))
+    assert {k for _, k, _ in SKINNY_NARROW_SHAPES} == {512}
     # Each timed cycling 512 MiB of weights (32 matrices of 16 MiB in FP32), beyond the
     # development CPU's share of its last-level cache.
     assert {p.cycle_bytes for p in result.ops if p.family == "gemm-skinny"} == {512 * 2**20}
@@ -271,6 +279,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 30, addmm, mm, convolution and its backward in each layout, the LSTM layer and its
     # backward, the first touch: 39.
     timings = (2 * 30 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
+               + len(SKINNY_NARROW_SHAPES)
                + 4 * (len(CONV_SHAPES) + 1)
                + 2 * len(RECURRENT_SHAPES) + 1)
     assert f"an op grid ({timings} timings of 39 ops)" in spec.notes
