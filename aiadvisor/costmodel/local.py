@@ -117,6 +117,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding", "embedding_dense_backward", "index_select", "gather",
                   "index_add_", "scatter_add_"),
 }
+#: Weight bytes a call below which a skinny GEMM keeps the K = :data:`SKINNY_K` rate.
+SKINNY_K_MIN_WEIGHT_BYTES = 2**20
 #: K of the skinny grid's GEMMs (:data:`~aiadvisor.hardware.calibrate.SKINNY_SHAPES`).
 SKINNY_K = float(SKINNY_SHAPES[0][1])
 #: Forward GEMMs with fewer rows than this (estimated from FLOPs and bytes), or than the skinny
@@ -464,7 +466,10 @@ class LocalCalibration:
             w = np.asarray(weight_elements, float)[rows][thin]
             size = _DTYPE_BYTES.get(dtype, 4.0)
             n_out = np.asarray(written_bytes, float)[rows][thin] / size / np.maximum(m[thin], 1.0)
-            known = (w > 0) & (n_out >= 1)
+            # Weights under SKINNY_K_MIN_WEIGHT_BYTES a call are left at the grid's K: the
+            # per-step GEMMs of a recurrent layer reuse one small matrix (their weight per
+            # call is the module's parameters over many calls), not a layer streamed once.
+            known = (w > 0) & (n_out >= 1) & (w * size >= SKINNY_K_MIN_WEIGHT_BYTES)
             log_k = np.log(np.where(known, w / np.maximum(n_out, 1.0), SKINNY_K))
             ref = np.log(SKINNY_K)
             log_k = np.clip(log_k, log_k_narrow - 2 * np.log(2), ref + np.log(2))
