@@ -102,8 +102,10 @@ def predict_generation(model_or_profile: Any, example_inputs: Any = None, *,
         Tokens per request in and out; their sum must fit the model's positions.
     batch_size : int
         Sequences decoded together (concurrent users).
-    engine : {"engine", "eager"}
-        The stack assumed: a serving engine (vLLM/TGI/TensorRT-LLM, CUDA-graph decode) or plain
+    engine : {"engine", "fused", "eager"}
+        The stack assumed: a serving engine (vLLM/TGI/TensorRT-LLM, CUDA-graph decode), the
+        same engine without CUDA graphs (``fused``: vLLM ``enforce_eager=True``, TGI
+        ``--cuda-graphs 0`` or before 2.0: fused kernels, each launched from Python) or plain
         eager transformers ``generate``.
     kv_cache : KVCacheLayout, optional
         The cache layout by hand, for a module whose forward returns no cache.
@@ -257,7 +259,9 @@ def plan_serving(model_or_profile: Any, example_inputs: Any = None, *,
     frame.attrs["notes"] = (
         f"{gp.model_name}: prompt {prompt_len} + output {output_len} tokens; KV cache "
         f"{gp.kv.elements_per_token} elements per token ({gp.kv.source}). Engine: "
-        f"{'serving engine with CUDA-graph decode' if engine == 'engine' else 'eager PyTorch'}."
+        + {"engine": "serving engine with CUDA-graph decode",
+           "fused": "serving engine's fused kernels launched without CUDA graphs",
+           "eager": "eager PyTorch"}[engine] + "."
         " All times estimated.")
     return frame
 

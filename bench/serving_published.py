@@ -36,6 +36,13 @@ INT8/INT4 rates for the RTX 3090 and RTX 4080 and FP16 tensor rates for the Jets
 fast, now faster), ttft_s unchanged (eager rows). Then 39 rows from 8 new sources were added
 (the ``ADDED_2026_12_06`` ids): all held out, none looked at before these changes.
 
+Third pass (2026-12-06, later): the 11 TGI 1.0.3 rows had been priced as a graph-replaying
+engine, but TGI's CUDA graphs were experimental and off by default until its PR #1703 of
+2024-04-04 (PR #1428 added them). They are now priced with the ``fused`` stack (the engine's
+fused kernels, each launched from Python at eager PyTorch's per-kernel host cost): a fact about
+the source, no constant fitted. Their APE median went 90 % -> 66 %; the rows stay far off
+(continuous batching under SageMaker's load test, GPTQ kernels of that release).
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same
@@ -68,7 +75,8 @@ added on 2026-12-06 after the model changes of that day (``ADDED_2026_12_06``) a
 held out and do not enter the balancing, so the first split is unchanged.
 
 Stacks (the CSV's ``aa_engine``, see ``STACKS``): ``engine`` (graph-replaying engines, the
-built-in decoder), ``eager`` (transformers ``generate`` before v4.36: eager attention) and
+built-in decoder), ``fused`` (an engine's fused kernels without graph replay, the built-in
+decoder), ``eager`` (transformers ``generate`` before v4.36: eager attention) and
 ``eager_sdpa`` (transformers ``generate`` since: SDPA attention), both priced
 ``engine="eager"`` on transformers' own ``LlamaForCausalLM``.
 
@@ -126,8 +134,8 @@ MODEL_KEYS = {"Llama-2-7B": "llama-2-7b", "LLaMA-7B": "llama-2-7b",
 #: kernels, graph replay); ``eager``: transformers' ``LlamaForCausalLM`` with its ``eager``
 #: attention (the default before v4.36, Dec 2023); ``eager_sdpa``: the same model with SDPA
 #: attention (the default since), both priced as plain transformers ``generate``.
-STACKS = {"engine": ("builtin", "engine"), "eager": ("hf-eager", "eager"),
-          "eager_sdpa": ("hf-sdpa", "eager")}
+STACKS = {"engine": ("builtin", "engine"), "fused": ("builtin", "fused"),
+          "eager": ("hf-eager", "eager"), "eager_sdpa": ("hf-sdpa", "eager")}
 #: Sources added on 2026-12-06, after the model changes of that day (module docstring): all
 #: held out.
 ADDED_2026_12_06 = frozenset({
@@ -508,7 +516,9 @@ SENSITIVITIES = (
     ("prefill of weight-only int4/int8/nf4 priced at the 16-bit rate (weight_precision=fp16)",
      lambda r: r.metric in ("prefill_tok_s", "ttft_s") and r.weight_format in
      ("int4", "int8", "nf4"), {"weight_precision": "fp16"}),
-    ("TGI 1.0.3 rows priced without graph replay (engine='eager')",
+    ("TGI 1.0.3 rows priced with graph replay (engine='engine', how they were priced before "
+     "the 'fused' stack)", lambda r: r.engine.startswith("TGI"), {"engine": "engine"}),
+    ("TGI 1.0.3 rows priced as plain transformers generate (engine='eager')",
      lambda r: r.engine.startswith("TGI"), {"engine": "eager"}),
     ("llama.cpp rows of 2023 to early 2024 (before its CUDA graphs) priced engine='eager'",
      lambda r: r.engine.startswith("llama.cpp") and r.source_id in

@@ -184,6 +184,34 @@ def test_eager_generate_pays_a_launch_per_op(llama8b):
     assert any("CUDA graphs" in n for n in engine.notes)
 
 
+def test_an_engine_without_graphs_pays_eager_host_time_per_fused_kernel(llama8b):
+    from aiadvisor.costmodel.generation import generation_table
+    from aiadvisor.costmodel.host import EAGER_KERNEL_US
+
+    kw = dict(hardware="H100 SXM", prompt_len=512, output_len=128)
+    graphs = aa.predict_generation(llama8b, engine="engine", **kw)
+    fused = aa.predict_generation(llama8b, engine="fused", **kw)
+    eager = aa.predict_generation(llama8b, engine="eager", **kw)
+    # The same fused kernels as the graph-replayed engine, each launched from Python: at batch 1
+    # the host issues them slower than the GPU runs them, so the step is at least kernels x the
+    # published eager per-kernel figure (P50 27.5 us), and below plain transformers, which
+    # launches every unfused op and re-copies its cache.
+    (note,) = [n for n in fused.notes if "without CUDA graphs" in n]
+    kernels = int(note.split("(")[1].split()[0])
+    (gnote,) = [n for n in graphs.notes if "replayed as a CUDA graph" in n]
+    assert f"{kernels} kernels a step" in gnote
+    assert fused.tpot_s >= kernels * EAGER_KERNEL_US[1] * 1e-6
+    assert graphs.tpot_s < fused.tpot_s < eager.tpot_s
+    assert fused.bound == "overhead" and graphs.bound == "memory"
+    # A 512-token prompt of an 8B model is device-bound (~7.7 TFLOP): the graphs change nothing.
+    assert fused.ttft_s == pytest.approx(graphs.ttft_s, rel=0.01)
+    # The vectorised plan prices the stack the same way.
+    (row,) = generation_table(llama8b, [aa.hardware.get("H100 SXM")], num_devices=1, tp=1,
+                              weight_precision="bf16", kv_precisions=("bf16",), prompt_len=512,
+                              output_len=128, batches=[1], engine="fused")
+    assert row.tpot_s == pytest.approx(fused.tpot_s, rel=1e-9)
+
+
 def test_engine_prefill_computes_logits_for_the_last_prompt_token_only(llama8b):
     from aiadvisor.costmodel.generation import _step_profiles, head_ops
 

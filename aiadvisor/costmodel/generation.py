@@ -71,9 +71,14 @@ KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 ENGINE_MEMORY_FRACTION = 0.9
 _CONFIDENCE_ORDER = ("low", "medium", "high")
 #: Software stacks a prediction can assume. ``engine``: a serving engine (vLLM, TGI,
-#: TensorRT-LLM) replaying each decode step as a CUDA graph; ``eager``: plain PyTorch/transformers
-#: ``generate``, every op dispatched from Python (CPUs always run this way).
-ENGINES = ("engine", "eager")
+#: TensorRT-LLM) replaying each decode step as a CUDA graph; ``fused``: the same engine's fused
+#: kernels and in-place paged cache, each kernel launched from Python without graph replay
+#: (vLLM ``enforce_eager=True``, TGI ``--cuda-graphs 0``, and TGI before April 2024, whose CUDA
+#: graphs were experimental and off by default until text-generation-inference PR #1703 of
+#: 2024-04-04; experimental since PR #1428); ``eager``: plain
+#: PyTorch/transformers ``generate``, every traced op dispatched from Python (CPUs always run
+#: this way).
+ENGINES = ("engine", "fused", "eager")
 #: What replaying a CUDA graph saves per kernel against launching it from a stream: ~0.4 us
 #: (NVIDIA, "Getting Started with CUDA Graphs", 2019: a 2.9 us kernel took 3.8 us per launch
 #: from a stream and 3.4 us in a graph). The rest of a kernel's fixed cost is the GPU's own
@@ -251,6 +256,11 @@ def _graphs(spec: HardwareSpec, engine: str) -> bool:
     return engine == "engine" and spec.kind != "cpu"
 
 
+def _fused(spec: HardwareSpec, engine: str) -> bool:
+    """Whether the forwards run a serving engine's fused kernels (with or without graphs)."""
+    return engine in ("engine", "fused") and spec.kind != "cpu"
+
+
 def _engine_spec(spec: HardwareSpec) -> HardwareSpec:
     """``spec`` as a serving engine drives it: its kernels are not issued one by one from
     Python (decode steps replay CUDA graphs; TensorRT-LLM's runtime is C++, vLLM compiles and
@@ -406,10 +416,9 @@ def predict_generation(gp: GenerationProfile, spec: HardwareSpec, *, num_devices
     context = prompt_len + output_len / 2
     key = (spec.name, weight_precision, tp, batch_size, prompt_len, output_len, engine)
     if key not in cache:
-        graphs = _graphs(spec, engine)
         prefill_prof, step, traced, kernels = _step_profiles(
-            gp, batch_size, prompt_len, context, engine, fused=graphs)
-        run_on = _engine_spec(spec) if graphs else spec
+            gp, batch_size, prompt_len, context, engine, fused=_fused(spec, engine))
+        run_on = _engine_spec(spec) if _graphs(spec, engine) else spec
         cache[key] = (_predict(prefill_prof, run_on, weight_precision, tp, model),
                       _predict(step, run_on, weight_precision, tp, model), traced, kernels)
     prefill, decode, traced, kernels = cache[key]
@@ -449,13 +458,14 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
         tables: list[dict[str, _Step]] = [{}, {}]
         kernels: dict[str, float] = {}
         for fused in (False, True):
-            group = [i for i, s in enumerate(specs) if _graphs(s, engine) == fused]
+            group = [i for i, s in enumerate(specs) if _fused(s, engine) == fused]
             if not group:
                 continue
             *profs, traced, count = _step_profiles(gp, batch, prompt_len,
                                                    prompt_len + output_len / 2, engine,
                                                    fused=fused)
-            sub = [_engine_spec(specs[i]) if fused else specs[i] for i in group]
+            sub = [_engine_spec(specs[i]) if _graphs(specs[i], engine) else specs[i]
+                   for i in group]
             for table, prof in zip(tables, profs):
                 # The vectorised core of predict_table, without building a DataFrame per batch.
                 t = _table_for_precision(prof, sub, SpecColumns.of(sub), weight_precision,
@@ -512,8 +522,10 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
               kv_s: np.ndarray, kernels: float) -> GenerationPrediction:
     notes: list[str] = []
     graphs = _graphs(spec, engine)
-    if engine == "engine" and not graphs:
-        notes.append("CPUs have no CUDA graphs: every op is launched eagerly (engine='eager').")
+    fused = _fused(spec, engine)
+    if engine != "eager" and not fused:
+        notes.append("CPUs run no serving engine here: every traced op is launched eagerly "
+                     "(engine='eager').")
     weights = weights_bytes(gp, spec, weight_precision)
     kv_per_token = gp.kv.elements_per_token * KV_BYTES[kv_precision]
     seq_total = prompt_len + output_len
@@ -532,6 +544,12 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
                      f"memory-bound ops fused, {kernels:.0f} kernels a step replayed as a CUDA "
                      f"graph, each at the GPU's own per-kernel cost ({launches * 1e3:.2f} ms a "
                      "step in all); engine='eager' prices plain transformers generate.")
+    elif fused:
+        notes.append(f"Decode steps run a serving engine's fused kernels ({kernels:.0f} a step: "
+                     "memory-bound ops fused, q/k/v and gate/up one GEMM each) launched one by "
+                     "one from Python without CUDA graphs (vLLM enforce_eager, TGI before 2.0): "
+                     "each launch costs eager PyTorch's host time, so small batches are bound by "
+                     "the host; engine='engine' prices the same engine with graph replay.")
     if graphs:
         # The forward's interval without its eager launches (known at P50 only): the P10/P90
         # keep their ratio to the P50, so no bound can go below zero; the graph's per-kernel
@@ -584,7 +602,7 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     notes.append("Time to first token is the prefill of the batch's prompts together (a static "
                  "batch); "
                  + ("logits for the last prompt token of each sequence only, as engines compute "
-                    "them." if graphs else
+                    "them." if fused else
                     "logits for every prompt token, as transformers generate computed them "
                     "before logits_to_keep (engines compute only the last one)."))
     notes.extend(n for n in decode.notes if n not in notes)
