@@ -126,6 +126,15 @@ class Plan:
         return df
 
 
+def steps_label(k: int) -> str:
+    """The first ``k`` plan steps in words: "step 1" for one, "steps 1-3" for three.
+
+    >>> steps_label(1), steps_label(3)
+    ('step 1', 'steps 1-3')
+    """
+    return "step 1" if int(k) == 1 else f"steps 1-{int(k)}"
+
+
 def trigger_text(trigger: dict[str, Any]) -> str:
     """``{"conv_flops_share": 0.91}`` -> ``"conv_flops_share = 91%"`` (bytes and shares
     written for people).

@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..units import fmt_bytes, fmt_flops, fmt_params, fmt_seconds
+from .plan import steps_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,8 +163,9 @@ def plan_lines(report: Any) -> list[str]:
              + ("" if a.get("baseline_fits") in (None, True) else " (does not fit)") + "."]
     if len(plan):
         last = plan.iloc[-1]
-        lines.append(f"With steps 1-{len(plan)} applied: {last['speedup_cumulative']:.2f}x the "
-                     f"throughput, {fmt_bytes(last['memory_per_device_bytes'])} per device "
+        lines.append(f"With {steps_label(len(plan))} applied: "
+                     f"{last['speedup_cumulative']:.2f}x the throughput, "
+                     f"{fmt_bytes(last['memory_per_device_bytes'])} per device "
                      "(predicted by the cost model, each step on top of the ones before).")
     lines += list(a.get("skipped", []))
     return lines
@@ -177,7 +179,7 @@ def _rec_gain(rec: Any) -> str:
                         if rec.speedup_low is not None else ""))
     cumulative = rec.extra.get("speedup_cumulative")
     if cumulative is not None and not _missing(cumulative) and "step" in rec.extra:
-        parts.append(f"{cumulative:.2f}x with steps 1-{rec.extra['step']}")
+        parts.append(f"{cumulative:.2f}x with {steps_label(rec.extra['step'])}")
     if rec.memory_saving_bytes:
         verb = "saves" if rec.memory_saving_bytes > 0 else "costs"
         parts.append(f"{verb} {fmt_bytes(abs(rec.memory_saving_bytes))} per device")

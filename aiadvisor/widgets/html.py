@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..recommend.plan import trigger_text
+from ..recommend.plan import steps_label, trigger_text
 from ..units import fmt_bytes, fmt_flops, fmt_seconds
 
 __all__ = ["format_value", "kv_table", "note", "recommendation_card", "table"]
@@ -147,7 +147,7 @@ def _plan_line(rec: Any) -> str:
     parts = []
     cumulative = extra.get("speedup_cumulative")
     if "step" in extra and isinstance(cumulative, float) and cumulative == cumulative:
-        parts.append(f"With steps 1-{extra['step']}: {cumulative:.2f}x")
+        parts.append(f"With {steps_label(extra['step'])}: {cumulative:.2f}x")
     if extra.get("trigger"):
         parts.append(f"triggered by {trigger_text(extra['trigger'])}")
     alternatives = extra.get("alternatives") or ()

@@ -148,7 +148,8 @@ def test_plan_is_in_every_rendering(gpt2_report):
     assert data["baseline_step_time_s"] == pytest.approx(gpt2_report.prediction.step_time_s)
     text = str(gpt2_report)
     n = len(gpt2_report.plan)
-    assert "As you run it:" in text and f"With steps 1-{n} applied:" in text
+    label = "step 1" if n == 1 else f"steps 1-{n}"
+    assert "As you run it:" in text and f"With {label} applied:" in text
 
 
 # -- the five GPU workloads -------------------------------------------------------------

@@ -170,7 +170,8 @@ def test_the_plan_is_drawn_above_the_cards_as_a_waterfall(dash):
     assert view.box.children[0] is view.plan_box
     chart = view.charts["plan"]
     plan = dash.report.plan
-    assert f"With steps 1-{len(plan)} applied" in view.plan_box.children[1].value
+    label = "step 1" if len(plan) == 1 else f"steps 1-{len(plan)}"
+    assert f"With {label} applied" in view.plan_box.children[1].value
     assert chart is view.plan_box.children[0]
 
 
