@@ -93,6 +93,8 @@ def _parallel_for(num_devices: int, parallel: ParallelConfig | None) -> Parallel
 #: Precisions whose calibrated CPU predictions missed by more than the +-20 % band on average
 #: (bench/costmodel_local_cpu.py --precision bf16: 24 % MAPE over 12 configurations).
 CPU_LOW_CONFIDENCE_PRECISIONS = ("bf16", "fp16")
+#: What the name of a detected (attached) CPU carries (:mod:`aiadvisor.hardware.detection`).
+LOCAL_CPU_MARK = "(local CPU,"
 
 _CURVES: dict[tuple, tuple[object, LocalCalibration | None, str | None]] = {}
 
@@ -166,6 +168,12 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
                          "FP32 (e.g. attention backward at odd sequence lengths); on the "
                          "development CPU such predictions were about 25 % fast on average, "
                          "FP32 ones 7-13 % off (bench/costmodel_local_cpu.py).")
+    elif spec.kind == "cpu" and LOCAL_CPU_MARK in spec.name:
+        level = "low"
+        notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
+                     "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
+                     "confidence). hardware='local' times its matmuls, bandwidth and ops "
+                     "(once: cached on disk for later sessions) and predicts from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "

@@ -275,6 +275,26 @@ def test_confidence_labels(spec):
     assert predict(prof, hardware=tpu, precision="bf16").confidence == "low"
 
 
+def test_an_attached_cpu_not_benchmarked_says_how_to_measure_it():
+    # The default hardware on a CPU-only machine is the detected CPU, not benchmarked: the note
+    # must say so and name hardware='local', not speak of "AMD cpus" in general.
+    import aiadvisor as aa
+
+    local = aa.hardware.detect()
+    if local.kind != "cpu":
+        pytest.skip("an accelerator is attached: the default device is not the CPU")
+    assert not local.measured
+    pred = predict(gemm_profile(), hardware=local, precision="fp32")
+    assert pred.confidence == "low"
+    (note,) = [n for n in pred.notes if "not benchmarked" in n]
+    assert "hardware='local'" in note
+    assert not any("No measured op data" in n for n in pred.notes)
+    # A catalog CPU is not the attached one: it keeps the vendor note.
+    epyc = make_spec(name="Some catalog CPU", vendor="AMD", kind="cpu")
+    assert any("No measured op data for AMD cpus" in n
+               for n in predict(gemm_profile(), hardware=epyc, precision="fp32").notes)
+
+
 def test_fp8_on_v100_raises_and_suggests_fp16():
     with pytest.raises(UnsupportedPrecisionError, match=r"fp8.*V100.*precision='fp16'"):
         predict(gemm_profile(), hardware="V100", precision="fp8")
