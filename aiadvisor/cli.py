@@ -34,7 +34,9 @@ def _add_model_options(parser: argparse.ArgumentParser, *, default_model: str | 
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="default: the best the device supports")
     parser.add_argument("--hardware", default=None,
-                        help="catalog name (e.g. 'H100 SXM'); default: the attached device")
+                        help="catalog name (e.g. 'H100 SXM') or 'local' (the attached device, "
+                        "benchmarked once and cached); default: the attached device as detected, "
+                        "not benchmarked")
     parser.add_argument("--devices", type=int, default=None, help="number of devices")
     parser.add_argument("--fabric", default=None,
                         help="network between nodes: a fabric name (e.g. 'InfiniBand NDR "

@@ -131,6 +131,7 @@ def summary_lines(report: Any) -> list[str]:
         corrected = correction_line(pred)
         if corrected:
             lines.append(corrected)
+        lines += [n for n in pred.notes if n.startswith("This CPU was not benchmarked")]
     else:
         lines.append(f"No prediction on {target}.")
     if len(report.parallel):
