@@ -43,6 +43,12 @@ fused kernels, each launched from Python at eager PyTorch's per-kernel host cost
 the source, no constant fitted. Their APE median went 90 % -> 66 %; the rows stay far off
 (continuous batching under SageMaker's load test, GPTQ kernels of that release).
 
+Fourth pass (same day): NF4 priced as bitsandbytes runs it. Its ``matmul_4bit`` runs the fused
+4-bit GEMV only for a one-row input; any other call dequantises the weight to 16 bit and
+multiplies in 16 bit (``MatMul4Bit``, bitsandbytes 0.41-0.45 source). That is read from the
+library's code, not fitted: nf4 rows at batch > 1 (6 bnb rows, hfquant-02) moved from +26 to
++199 % fast to +9 to +158 %; batched figures within 25 % went 11 -> 15 of 32.
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same

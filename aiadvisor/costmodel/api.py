@@ -17,7 +17,7 @@ from .devices import SpecColumns, device_arrays, familiarity
 from .facts import CPU_MATRIX_UNIT_FRACTION, cpu_matrix_log_adjustment, matmul_fraction
 from .local import LocalCalibration
 from .model import EfficiencyModel, load_model
-from .ops import OpArrays, op_arrays
+from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
 from .precision import (
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
@@ -327,6 +327,12 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     format_note = block_format_note(spec, precision)
     if format_note:
         notes.append(format_note)
+    if nf4_dequantizes(prof, precision):
+        notes.append(f"nf4 as bitsandbytes runs it: a call of more than one row ({prof.batch_size}"
+                     f" x {prof.seq_len or 1} here) dequantises each weight to 16 bit before its "
+                     "GEMM (matmul_4bit -> dequantize_4bit + linear): one more kernel per linear "
+                     f"layer, {NF4_DEQUANT_BYTES:.2f} bytes a weight moved, and the GEMM reads "
+                     "16-bit weights. Only a one-token call runs the fused 4-bit GEMV.")
     pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
     return _corrected(pred, spec) if correction and spec.measured else pred
 

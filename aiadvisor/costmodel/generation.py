@@ -12,7 +12,8 @@ time per output token, priced by the same learned cost model as training and inf
   serving engine runs it (``engine="engine"``: a paged cache written in place, the memory-bound
   ops fused one kernel per module, q/k/v and gate/up as one GEMM each, the step replayed as a
   CUDA graph whose kernels keep their own fixed GPU cost; weight-only int4/nf4 GEMMs multiply
-  in 16 bit, and the prompt's logits are computed for its last token only). Plain PyTorch /
+  in 16 bit, nf4 through bitsandbytes' dequantise-then-GEMM path wherever a call has more than
+  one row, and the prompt's logits are computed for its last token only). Plain PyTorch /
   transformers ``generate`` (``engine="eager"``) is priced on the model's own decode step as
   traced with its cache (:class:`~aiadvisor.schema.DecodeStep`): there each layer re-copies its
   whole cache with ``torch.cat`` every step (the built-in decoders, transformers'
@@ -565,10 +566,16 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
     breakdown = {"memory": decode.memory + float(kv_s[1]), "compute": decode.compute,
                  "overhead": float(launches), "communication": decode.communication}
     confidence = min(prefill.confidence, decode.confidence, key=_CONFIDENCE_ORDER.index)
-    if weight_precision in ("int4", "nf4"):
-        notes.append(f"{weight_precision} is a weight-only format: matmuls dequantise to 16 bit "
-                     "(GPTQ/AWQ/bitsandbytes kernels); embeddings, norms and the vocabulary head "
-                     "stay in 16 bit.")
+    if weight_precision == "int4":
+        notes.append("int4 is a weight-only format: GPTQ/AWQ kernels (Marlin, ExLlama, "
+                     "tinygemm) read the 4-bit weights and multiply in 16 bit; embeddings, norms "
+                     "and the vocabulary head stay in 16 bit.")
+    elif weight_precision == "nf4":
+        notes.append("nf4 is bitsandbytes' weight-only format: a one-token call (batch-1 decode) "
+                     "runs its fused 4-bit GEMV; a prompt or a decode step at batch > 1 "
+                     "dequantises each weight to 16 bit first (one more kernel per linear layer,"
+                     " the 16-bit copy written and read). Embeddings, norms and the vocabulary "
+                     "head stay in 16 bit.")
     elif weight_precision == "fp8":
         notes.append("fp8: weights and activations in 8 bit (W8A8 matmuls); embeddings, norms "
                      "and the vocabulary head stay in 16 bit.")

@@ -193,6 +193,29 @@ def traced_in_16_bit(prof: ModelProfile) -> bool:
     return prof.compute_dtype in ("bfloat16", "float16")
 
 
+#: Bytes a bitsandbytes NF4 dequantisation moves per weight: the 4-bit weight with its block
+#: scales read (``WEIGHT_BYTES["nf4"]``, 4.13 bits) and the same weight written in 16 bit.
+NF4_DEQUANT_BYTES = WEIGHT_BYTES["nf4"] + 2.0
+#: Name of the appended dequantisation op (one kernel per forward GEMM with a weight).
+NF4_DEQUANT_OP = "bnb.dequantize_4bit"
+
+
+def nf4_dequantizes(prof: ModelProfile, precision: str) -> bool:
+    """Whether NF4 GEMMs of ``prof`` dequantise their weights to 16 bit first.
+
+    NF4 is bitsandbytes' format, and its ``matmul_4bit`` (bitsandbytes/autograd/_functions.py,
+    0.41 to 0.45) runs the fused 4-bit kernel (``gemv_4bit``) only when the input has one row
+    (``A.numel() == A.shape[-1]``: one token, e.g. a batch-1 decode step); any other call goes
+    through ``MatMul4Bit``: ``dequantize_4bit`` writes the weight in 16 bit, then
+    ``torch.nn.functional.linear`` multiplies with it. So a forward of more than one token
+    (a prompt, a decode step at batch > 1, an encoder) reads each NF4 weight at 4 bits, writes
+    and reads it again at 16 bits, and launches one more kernel per linear layer. Training
+    (QLoRA) dequantises likewise but is not priced in NF4 here.
+    """
+    return precision == "nf4" and prof.mode == "infer" \
+        and prof.batch_size * (prof.seq_len or 1) > 1
+
+
 def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarray:
     """Per-op multiplier from traced bytes to bytes at ``precision`` (the rules are in the
     docstring of :mod:`aiadvisor.costmodel.precision`)."""
@@ -214,8 +237,10 @@ def byte_factors(prof: ModelProfile, ops: OpArrays, precision: str) -> np.ndarra
             # Autocast FP32 ops read 16-bit inputs and write FP32 outputs: ~3 bytes per element.
             memory = np.where(ops.autocast_fp32, np.maximum(memory, 3.0 / trace), memory)
     factor = np.where(ops.gemm_like, gemm, memory)
-    if prof.mode == "infer" and WEIGHT_BYTES[precision] < GEMM_ACT_BYTES[precision]:
-        # Weight-only / 8-bit formats: the weight part of forward GEMM bytes shrinks further.
+    if prof.mode == "infer" and WEIGHT_BYTES[precision] < GEMM_ACT_BYTES[precision] \
+            and not nf4_dequantizes(prof, precision):
+        # Weight-only / 8-bit formats: the weight part of forward GEMM bytes shrinks further
+        # (not where NF4 dequantises first: its GEMM reads the 16-bit copy).
         share = _forward_weight_share(prof, ops)
         mixed = ((1 - share) * GEMM_ACT_BYTES[precision] + share * WEIGHT_BYTES[precision]) / trace
         factor = np.where(ops.gemm_like & (ops.phase == "forward"), mixed, factor)
@@ -282,7 +307,8 @@ class DeviceWork:
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
-                parallel: ParallelConfig) -> DeviceWork:
+                parallel: ParallelConfig, *, dequant_bytes_per_weight: float = 0.0
+                ) -> DeviceWork:
     """Split the step's ops over ``parallel``'s devices (one device's share).
 
     Forward and backward work is split over data parallel ranks (batch), tensor parallel ranks
@@ -292,7 +318,9 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     stages (1/pp of the calls). Optimizer work is split over tp x pp, and over dp with ZeRO >=
     1. ``extra_bytes`` (the AMP weight casts) is appended as forward memory ops, one per
     forward GEMM call, and the gradient accumulation pass (:func:`grad_accumulation`) as a
-    backward memory op.
+    backward memory op. ``dequant_bytes_per_weight`` > 0 appends a dequantisation before each
+    forward GEMM that has a weight (:func:`nf4_dequantizes`): that many bytes per weight
+    element of the call, one kernel per call.
     """
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps
@@ -315,6 +343,13 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         calls = max(float(ops.count[ops.gemm_like & (ops.phase == "forward")].sum()), 1.0)
         appended.append(("amp.cast", extra_bytes / calls / (dp * tp * micro), calls * micro / pp,
                          "forward"))
+    if dequant_bytes_per_weight > 0:
+        weighted = ops.gemm_like & (ops.phase == "forward") & (weight_pc > 0)
+        calls = float(count[weighted].sum())
+        if calls > 0:
+            total = float((weight_pc[weighted] * count[weighted]).sum())
+            appended.append((NF4_DEQUANT_OP, total * dequant_bytes_per_weight / calls, calls,
+                             "forward"))
     accum_bytes, accum_calls = grad_accumulation(prof, ops, parallel)
     if accum_calls > 0:
         appended.append(("grad.accumulate", accum_bytes / accum_calls, accum_calls, "backward"))
@@ -322,8 +357,11 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         flops_pc = np.append(flops_pc, 0.0)
         bytes_pc = np.append(bytes_pc, per_call)
         # A cast reads 4 bytes an element and writes 2 (or the reverse): a third is written.
-        # Accumulating into .grad writes in place.
-        written_pc = np.append(written_pc, per_call / 3 if op_name == "amp.cast" else 0.0)
+        # A dequantisation writes 2 of its NF4_DEQUANT_BYTES per weight. Accumulating into
+        # .grad writes in place.
+        written_pc = np.append(written_pc, per_call / 3 if op_name == "amp.cast" else
+                               per_call * 2.0 / NF4_DEQUANT_BYTES if op_name == NF4_DEQUANT_OP
+                               else 0.0)
         weight_pc = np.append(weight_pc, 0.0)
         count = np.append(count, calls)
         divisor = np.append(divisor, 1.0)

@@ -27,11 +27,13 @@ from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
 from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import (
+    NF4_DEQUANT_BYTES,
     DeviceWork,
     OpArrays,
     amp_cast_bytes,
     byte_factors,
     device_work,
+    nf4_dequantizes,
     pool_index_bytes,
 )
 from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
@@ -695,7 +697,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     benchmarked CPU, or None."""
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
-    work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel)
+    work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel,
+                       dequant_bytes_per_weight=NF4_DEQUANT_BYTES
+                       if nf4_dequantizes(prof, precision) else 0.0)
     parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves,
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
