@@ -257,7 +257,8 @@ class Report:
         baseline = self._eager_baseline(prompt_len, output_len)
         return list(serving.memo(key, lambda: serving_recommendations(
             plan, names=self._names, model_id=serving.model_id, prompt_len=prompt_len,
-            output_len=output_len, baseline_tokens_per_s=baseline.tokens_per_s)))
+            output_len=output_len, baseline_tokens_per_s=baseline.tokens_per_s,
+            spec=self._spec)))
 
     def _eager_baseline(self, prompt_len: int, output_len: int) -> GenerationPrediction:
         """Plain eager transformers ``generate``, one user, 16-bit weights, one device: what

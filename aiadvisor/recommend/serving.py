@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["context_curves", "context_points", "default_request", "default_weight_precision",
            "serving_html", "serving_markdown",
-           "serving_lines", "serving_recommendations"]
+           "serving_engines", "serving_lines", "serving_recommendations"]
 
 #: Output tokens per request when the report is not told otherwise.
 DEFAULT_OUTPUT_LEN = 128
@@ -47,6 +47,37 @@ TGI_UNSUPPORTED = ("fp4",)
 TRTLLM_KV = {"fp8": "fp8"}
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 SIXTEEN_BIT = ("bf16", "fp16", "fp32")
+
+
+#: Where each engine runs, by the device's (vendor, kind), as each project documents it:
+#: vLLM's installation guide lists NVIDIA CUDA, AMD ROCm, Intel XPU, x86 and ARM CPUs, Google
+#: TPU, Intel Gaudi and AWS Neuron (docs.vllm.ai, "Installation"), and Huawei Ascend through
+#: the vllm-ascend hardware plugin of the vLLM project; TGI's installation pages cover NVIDIA,
+#: AMD, Intel (GPUs and Xeon CPUs), Gaudi, Inferentia and TPU (text-generation-inference docs,
+#: installation_*.md); TensorRT-LLM runs on NVIDIA datacenter and workstation GPUs only. Jetson
+#: modules, Apple GPUs, Raspberry Pi and the other NPUs get none of the three (llama.cpp, MLX
+#: or the vendor's runtime serve there). ``None`` stands for any vendor (vLLM's CPU backend
+#: builds for x86, ARM and Apple silicon CPUs).
+ENGINE_HARDWARE = {
+    "vllm": {("NVIDIA", "gpu"), ("AMD", "gpu"), ("Intel", "gpu"), ("Intel", "npu"),
+             ("Google", "tpu"), ("AWS", "npu"), ("Huawei", "npu"), (None, "cpu")},
+    "tgi": {("NVIDIA", "gpu"), ("AMD", "gpu"), ("Intel", "gpu"), ("Intel", "npu"),
+            ("Intel", "cpu"), ("Google", "tpu"), ("AWS", "npu")},
+    "tensorrt_llm": {("NVIDIA", "gpu")},
+}
+
+
+def serving_engines(spec: HardwareSpec | None) -> tuple[str, ...]:
+    """The engines of :data:`ENGINE_HARDWARE` that run on ``spec`` (all of them without one).
+
+    >>> from aiadvisor.hardware import get
+    >>> serving_engines(get("H100 SXM")), serving_engines(get("MI300X"))
+    (('vllm', 'tgi', 'tensorrt_llm'), ('vllm', 'tgi'))
+    """
+    if spec is None:
+        return tuple(ENGINE_HARDWARE)
+    return tuple(engine for engine, where in ENGINE_HARDWARE.items()
+                 if (spec.vendor, spec.kind) in where or (None, spec.kind) in where)
 
 
 def default_weight_precision(spec: HardwareSpec) -> str:
@@ -163,9 +194,11 @@ def _recommendation(rec_id: str, title: str, snippet_id: str, rationale: str, co
 
 def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: str,
                             prompt_len: int, output_len: int,
-                            baseline_tokens_per_s: float | None = None) -> list[Recommendation]:
+                            baseline_tokens_per_s: float | None = None,
+                            spec: HardwareSpec | None = None) -> list[Recommendation]:
     """Engine configurations with code for the best fitting plan row (vLLM offline and server,
-    TGI, TensorRT-LLM) and for the best 16-bit single-user row (transformers ``generate``).
+    TGI, TensorRT-LLM: those that run on ``spec``, :func:`serving_engines`) and for the best
+    16-bit single-user row (transformers ``generate``).
 
     Parameters
     ----------
@@ -181,8 +214,12 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
     baseline_tokens_per_s : float, optional
         Tokens/s of plain eager ``generate`` for one user: each recommendation's
         ``predicted_speedup`` is its tokens/s over this.
+    spec : HardwareSpec, optional
+        The device the plan is for: only engines that run on it get code (all without it).
     """
     recs: list[Recommendation] = []
+    engines = serving_engines(spec)
+    cpu = spec is not None and spec.kind == "cpu"
     base = baseline_tokens_per_s
     row = _best(plan)
     max_len = prompt_len + output_len
@@ -203,27 +240,33 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         quant = {"vllm": VLLM_QUANTIZATION.get(v["wp"]), "tgi": TGI_QUANTIZE.get(v["wp"]),
                  "trt": TRTLLM_QUANT_ALGO.get(v["wp"])}
         common = {k: v[k] for k in ("model_id", "save_first", "tokens_per_s", "tpot_s")}
-        recs.append(_recommendation(
-            "serve_vllm", f"Serve with vLLM: {figures}", "serve_vllm", why,
-            snippet("serve_vllm", names=names, **common, dtype=v["dtype"], tp=v["tp"],
-                    quantization=quant["vllm"], kv_cache_dtype=VLLM_KV.get(v["kv"], "auto"),
-                    max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len),
-            v, base))
-        recs.append(_recommendation(
-            "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
-            "serve_vllm_server", why + " The same engine as a server (vllm serve).",
-            snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v, base))
-        if v["wp"] not in TGI_UNSUPPORTED:
+        if cpu:
+            why += (" On a CPU the figures are eager PyTorch's (no engine is modelled there); "
+                    "vLLM's CPU backend is a separate build (x86 or ARM).")
+        if "vllm" in engines:
+            recs.append(_recommendation(
+                "serve_vllm", f"Serve with vLLM: {figures}", "serve_vllm", why,
+                snippet("serve_vllm", names=names, **common, dtype=v["dtype"], tp=v["tp"],
+                        quantization=quant["vllm"], kv_cache_dtype=VLLM_KV.get(v["kv"], "auto"),
+                        max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len),
+                v, base))
+            recs.append(_recommendation(
+                "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
+                "serve_vllm_server", why + " The same engine as a server (vllm serve).",
+                snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v,
+                base))
+        if "tgi" in engines and v["wp"] not in TGI_UNSUPPORTED:
             recs.append(_recommendation(
                 "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
                 why + " TGI's launcher takes the same plan as flags.",
                 snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
-        recs.append(_recommendation(
-            "serve_tensorrt_llm", f"Serve with TensorRT-LLM: {figures}", "serve_tensorrt_llm",
-            why + " TensorRT-LLM's LLM API, on NVIDIA GPUs.",
-            snippet("serve_tensorrt_llm", names=names, **common, tp=v["tp"],
-                    quant_algo=quant["trt"], kv_dtype=TRTLLM_KV.get(v["kv"], "auto"),
-                    max_batch_size=v["batch"], max_tokens=output_len), v, base))
+        if "tensorrt_llm" in engines:
+            recs.append(_recommendation(
+                "serve_tensorrt_llm", f"Serve with TensorRT-LLM: {figures}",
+                "serve_tensorrt_llm", why + " TensorRT-LLM's LLM API, on NVIDIA GPUs.",
+                snippet("serve_tensorrt_llm", names=names, **common, tp=v["tp"],
+                        quant_algo=quant["trt"], kv_dtype=TRTLLM_KV.get(v["kv"], "auto"),
+                        max_batch_size=v["batch"], max_tokens=output_len), v, base))
     single = _best(plan, sixteen_bit_single=True)
     if single is not None:
         v = _engine_values(single, model_id=model_id, max_model_len=max_len)
@@ -232,9 +275,13 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         recs.append(_recommendation(
             "generate_static_compiled", f"transformers generate, static cache + torch.compile: "
             f"{figures}", "generate_static_compiled",
-            f"Without a serving engine: {v['wp']} weights and a static KV cache let "
-            f"torch.compile capture each decode step as a CUDA graph, as engines run it "
-            f"({figures}; one request at a time, no continuous batching).",
+            (f"Without a serving engine: {v['wp']} weights and a static KV cache let "
+             f"torch.compile compile each decode step once (a CPU has no CUDA graphs: the "
+             f"compiled step fuses its ops) ({figures}; one request at a time, no continuous "
+             f"batching)." if cpu else
+             f"Without a serving engine: {v['wp']} weights and a static KV cache let "
+             f"torch.compile capture each decode step as a CUDA graph, as engines run it "
+             f"({figures}; one request at a time, no continuous batching)."),
             snippet("generate_static_compiled", names=names, tokens_per_s=v["tokens_per_s"],
                     tpot_s=v["tpot_s"], dtype=v["dtype"], max_new_tokens=output_len), v, base))
     return recs

@@ -92,3 +92,38 @@ def test_replicas_are_named_and_nothing_fitting_gives_no_engine_code():
     plan = _plan("fp8", "fp8").assign(fits=False)
     assert serving_recommendations(plan, names=CodeNames(), model_id="m", prompt_len=64,
                                    output_len=64) == []
+
+
+@pytest.mark.parametrize(("device", "engines"), [
+    ("H100 SXM", {"serve_vllm", "serve_vllm_server", "serve_tgi", "serve_tensorrt_llm"}),
+    # AMD Instinct: vLLM (ROCm) and TGI (its AMD installation page), no TensorRT-LLM.
+    ("MI300X", {"serve_vllm", "serve_vllm_server", "serve_tgi"}),
+    # Gaudi: vLLM's Gaudi backend and TGI's Gaudi backend.
+    ("Gaudi 3", {"serve_vllm", "serve_vllm_server", "serve_tgi"}),
+    # An Apple GPU: none of the three (llama.cpp or MLX serve there).
+    ("M3 Max", set()),
+])
+def test_only_engines_that_run_on_the_device_get_code(device, engines):
+    import aiadvisor as aa
+
+    spec = aa.hardware.get(device)
+    recs = _by_id(serving_recommendations(_plan("fp8", "fp8"), names=CodeNames(), model_id="m",
+                                          prompt_len=512, output_len=128, spec=spec))
+    assert set(recs) - {"generate_static_compiled"} == engines
+    assert "generate_static_compiled" in recs
+
+
+def test_a_cpu_gets_vllm_s_cpu_backend_and_no_cuda_graphs():
+    from aiadvisor.hardware.detection import detect
+
+    cpu = detect()
+    if cpu.kind != "cpu":
+        cpu = next(s for s in __import__("aiadvisor").hardware.all_specs() if s.kind == "cpu")
+    recs = _by_id(serving_recommendations(_plan("int4", "bf16", tp=1, devices=1),
+                                          names=CodeNames(), model_id="m", prompt_len=512,
+                                          output_len=128, spec=cpu))
+    assert "serve_tensorrt_llm" not in recs
+    assert "serve_vllm" in recs and "CPU backend" in recs["serve_vllm"].rationale
+    assert ("serve_tgi" in recs) == (cpu.vendor == "Intel")  # TGI's CPU image is Intel's
+    rationale = recs["generate_static_compiled"].rationale
+    assert "has no CUDA graphs" in rationale and "as a CUDA graph" not in rationale
