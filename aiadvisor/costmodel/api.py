@@ -173,8 +173,8 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
                      "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
                      "confidence). hardware='local' (CLI: --hardware local) times its matmuls, "
-                     "bandwidth and ops "
-                     "(once: cached on disk for later sessions) and predicts from them.")
+                     "bandwidth and ops (once: cached on disk for later sessions) and predicts "
+                     "from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "

@@ -319,8 +319,9 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     1. ``extra_bytes`` (the AMP weight casts) is appended as forward memory ops, one per
     forward GEMM call, and the gradient accumulation pass (:func:`grad_accumulation`) as a
     backward memory op. ``dequant_bytes_per_weight`` > 0 appends a dequantisation before each
-    forward GEMM that has a weight (:func:`nf4_dequantizes`): that many bytes per weight
-    element of the call, one kernel per call.
+    forward GEMM that has a weight (:func:`nf4_dequantizes`), the output module after the
+    repeated blocks excepted: that many bytes per weight element of the call, one kernel per
+    call.
     """
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps
@@ -344,7 +345,12 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         appended.append(("amp.cast", extra_bytes / calls / (dp * tp * micro), calls * micro / pp,
                          "forward"))
     if dequant_bytes_per_weight > 0:
+        # The output module after the repeated blocks (an LM head, a classifier) stays in 16
+        # bit: transformers' bitsandbytes integration leaves the last module unconverted
+        # (get_keys_to_not_convert), as the serving weights do (costmodel.generation).
         weighted = ops.gemm_like & (ops.phase == "forward") & (weight_pc > 0)
+        if (ops.stage == "block").any():
+            weighted &= ops.stage != "last"
         calls = float(count[weighted].sum())
         if calls > 0:
             total = float((weight_pc[weighted] * count[weighted]).sum())

@@ -79,3 +79,21 @@ def test_nf4_at_batch_8_costs_more_than_int4_and_at_batch_1_the_same():
     assert extra >= weights * 4.0 / 3.35e12  # at most the datasheet bandwidth
     assert extra < weights * 4.0 / (0.4 * 3.35e12)
     assert any("dequantis" in n for n in eight["nf4"].notes)
+
+
+def test_a_decoder_dequantizes_its_block_linears_and_keeps_the_head_in_16_bit():
+    from aiadvisor import examples
+
+    model, _ = examples.build("llama-3-8b")  # meta device
+    step = aa.profile_generation(model, prompt_len=512).prefill.at(batch_size=8, seq_len=1)
+    ops = op_arrays(step)
+    work = device_work(step, ops, byte_factors(step, ops, "nf4"), 0.0, ParallelConfig(),
+                       dequant_bytes_per_weight=NF4_DEQUANT_BYTES)
+    (i,) = [k for k, name in enumerate(work.name) if name == NF4_DEQUANT_OP]
+    # Llama-3-8B: 32 blocks of q, k, v, o, gate, up, down = 224 linears, one dequantisation
+    # each; their weights, by hand from the config (hidden 4096, 8 KV heads of 128, MLP 14336):
+    # 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) = 6,979,321,856. The 128256 x
+    # 4096 head stays in 16 bit (transformers leaves the output module unconverted).
+    assert work.count[i] == 224
+    assert work.bytes_per_call[i] * work.count[i] == pytest.approx(
+        6_979_321_856 * NF4_DEQUANT_BYTES)
