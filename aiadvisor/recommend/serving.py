@@ -258,7 +258,9 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         if "tgi" in engines and v["wp"] not in TGI_UNSUPPORTED:
             recs.append(_recommendation(
                 "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
-                why + " TGI's launcher takes the same plan as flags.",
+                why + " TGI's launcher takes the same plan as flags. TGI's README now says it "
+                "is in maintenance mode (minor fixes only) and points to vLLM or SGLang for new "
+                "deployments.",
                 snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
         if "tensorrt_llm" in engines:
             recs.append(_recommendation(
