@@ -92,11 +92,11 @@ def test_json_has_the_generation_and_the_plan(report):
 
 def test_serving_recommendations_come_first_with_code_that_parses(report):
     recs = report.recommendations
-    ids = [r.id for r in recs[:5]]
-    assert ids == ["serve_vllm", "serve_vllm_server", "serve_tgi", "serve_tensorrt_llm",
-                   "generate_static_compiled"]
+    ids = [r.id for r in recs[:6]]
+    assert ids == ["serve_vllm", "serve_vllm_server", "serve_sglang", "serve_tgi",
+                   "serve_tensorrt_llm", "generate_static_compiled"]
     best = report.serving.iloc[0]
-    for rec in recs[:4]:
+    for rec in recs[:5]:
         ast.parse(rec.code)
         assert rec.category == "serving"
         assert rec.extra["tokens_per_s"] == round(float(best["tokens_per_s"]), 1)

@@ -977,6 +977,21 @@ print(shlex.join(command))
 server = subprocess.Popen(command)
 '''
 
+SERVE_SGLANG = '''\
+# Assumes: $model is a Hugging Face causal LM. pip install "sglang[all]" (NVIDIA/AMD GPU).
+# Starts SGLang's OpenAI-compatible server (port 30000) from the notebook; the same command runs
+# in a terminal. --quantization fp8 quantizes 16-bit weights while loading; awq and w8a8_int8
+# need a checkpoint quantized that way. Stop it with server.terminate().
+import shlex
+import subprocess
+
+''' + _SERVING_MODEL + _ESTIMATE + '''\
+flags = $v_flags
+command = ["python", "-m", "sglang.launch_server", "--model-path", model_id, *flags]
+print(shlex.join(command))
+server = subprocess.Popen(command)
+'''
+
 SERVE_TGI = '''\
 # Assumes: $model is a Hugging Face causal LM and TGI's launcher is installed (or run the same
 # flags in its container: docker run --gpus all ghcr.io/huggingface/text-generation-inference
@@ -1069,6 +1084,7 @@ SNIPPETS: dict[str, Snippet] = {
     "serve_vllm": Snippet(template=SERVE_VLLM, requires=("vllm",), needs_cuda=True),
     "serve_vllm_server": Snippet(template=SERVE_VLLM_SERVER, requires=("vllm",),
                                  needs_cuda=True),
+    "serve_sglang": Snippet(template=SERVE_SGLANG, requires=("sglang",), needs_cuda=True),
     "serve_tgi": Snippet(template=SERVE_TGI, requires=("text-generation-inference",),
                          needs_cuda=True),
     "serve_tensorrt_llm": Snippet(template=SERVE_TENSORRT_LLM, requires=("tensorrt_llm",),

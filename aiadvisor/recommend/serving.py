@@ -1,8 +1,10 @@
 """Serving advice for ``mode="generate"``: the report's default request, a short text section and
-engine configurations (vLLM, TGI, TensorRT-LLM, transformers) with code, from a serving plan row.
+engine configurations (vLLM, SGLang, TGI, TensorRT-LLM, transformers) with code, from a serving
+plan row.
 
 Quantisation names are each engine's own flag values (vLLM engine arguments ``--quantization``
-and ``--kv-cache-dtype``; TGI launcher ``--quantize``; TensorRT-LLM ``QuantAlgo``), so the code
+and ``--kv-cache-dtype``; SGLang server arguments ``--quantization`` and ``--kv-cache-dtype``;
+TGI launcher ``--quantize``; TensorRT-LLM ``QuantAlgo``), so the code
 runs as written.
 """
 
@@ -41,6 +43,14 @@ TGI_QUANTIZE = {"fp8": "fp8", "int8": "eetq", "int4": "awq", "nf4": "bitsandbyte
 #: closest to NF4, which TensorRT-LLM does not run), FP8 and NVFP4 weights and activations.
 TRTLLM_QUANT_ALGO = {"fp8": "FP8", "fp4": "NVFP4", "int8": "W8A16", "int4": "W4A16_AWQ",
                      "nf4": "W4A16_AWQ"}
+#: SGLang ``--quantization`` (server arguments): fp8 quantises 16-bit weights on load; awq and
+#: w8a8_int8 (our int8 is W8A8) need a checkpoint quantised that way. An NVFP4/MXFP4 checkpoint
+#: names its method in its config.json, which SGLang reads: no flag. NF4 has no entry: SGLang
+#: gets no code for it (:data:`SGLANG_UNSUPPORTED`).
+SGLANG_QUANTIZATION = {"fp8": "fp8", "int4": "awq", "int8": "w8a8_int8"}
+#: SGLang ``--kv-cache-dtype``: "auto" or an FP8 format (fp8_e4m3, as vLLM's "fp8").
+SGLANG_KV = {"fp8": "fp8_e4m3"}
+SGLANG_UNSUPPORTED = ("nf4",)
 #: Weight formats TGI cannot serve (no ``--quantize`` value loads them): no TGI code for them.
 TGI_UNSUPPORTED = ("fp4",)
 #: ``KvCacheConfig(dtype=...)`` values: "auto" (the model's) or "fp8".
@@ -54,13 +64,16 @@ SIXTEEN_BIT = ("bf16", "fp16", "fp32")
 #: TPU, Intel Gaudi and AWS Neuron (docs.vllm.ai, "Installation"), and Huawei Ascend through
 #: the vllm-ascend hardware plugin of the vLLM project; TGI's installation pages cover NVIDIA,
 #: AMD, Intel (GPUs and Xeon CPUs), Gaudi, Inferentia and TPU (text-generation-inference docs,
-#: installation_*.md); TensorRT-LLM runs on NVIDIA datacenter and workstation GPUs only. Jetson
+#: installation_*.md); SGLang's server runs on NVIDIA and AMD (ROCm) GPUs (docs.sglang.io;
+#: its other backends are left out here); TensorRT-LLM runs on NVIDIA datacenter and
+#: workstation GPUs only. Jetson
 #: modules, Apple GPUs, Raspberry Pi and the other NPUs get none of the three (llama.cpp, MLX
 #: or the vendor's runtime serve there). ``None`` stands for any vendor (vLLM's CPU backend
 #: builds for x86, ARM and Apple silicon CPUs).
 ENGINE_HARDWARE = {
     "vllm": {("NVIDIA", "gpu"), ("AMD", "gpu"), ("Intel", "gpu"), ("Intel", "npu"),
              ("Google", "tpu"), ("AWS", "npu"), ("Huawei", "npu"), (None, "cpu")},
+    "sglang": {("NVIDIA", "gpu"), ("AMD", "gpu")},
     "tgi": {("NVIDIA", "gpu"), ("AMD", "gpu"), ("Intel", "gpu"), ("Intel", "npu"),
             ("Intel", "cpu"), ("Google", "tpu"), ("AWS", "npu")},
     "tensorrt_llm": {("NVIDIA", "gpu")},
@@ -72,7 +85,7 @@ def serving_engines(spec: HardwareSpec | None) -> tuple[str, ...]:
 
     >>> from aiadvisor.hardware import get
     >>> serving_engines(get("H100 SXM")), serving_engines(get("MI300X"))
-    (('vllm', 'tgi', 'tensorrt_llm'), ('vllm', 'tgi'))
+    (('vllm', 'sglang', 'tgi', 'tensorrt_llm'), ('vllm', 'sglang', 'tgi'))
     """
     if spec is None:
         return tuple(ENGINE_HARDWARE)
@@ -166,6 +179,16 @@ def _vllm_flags(v: dict[str, Any]) -> list[str]:
     return flags
 
 
+def _sglang_flags(v: dict[str, Any]) -> list[str]:
+    flags = ["--dtype", v["dtype"], "--tp", str(v["tp"]),
+             "--kv-cache-dtype", SGLANG_KV.get(v["kv"], "auto"),
+             "--max-running-requests", str(v["batch"]),
+             "--context-length", str(v["max_model_len"]), "--mem-fraction-static", "0.9"]
+    if v["wp"] in SGLANG_QUANTIZATION:
+        flags += ["--quantization", SGLANG_QUANTIZATION[v["wp"]]]
+    return flags
+
+
 def _tgi_flags(v: dict[str, Any]) -> list[str]:
     flags = ["--num-shard", str(v["tp"]), "--max-batch-size", str(v["batch"]),
              "--max-total-tokens", str(v["max_model_len"])]
@@ -197,7 +220,7 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
                             baseline_tokens_per_s: float | None = None,
                             spec: HardwareSpec | None = None) -> list[Recommendation]:
     """Engine configurations with code for the best fitting plan row (vLLM offline and server,
-    TGI, TensorRT-LLM: those that run on ``spec``, :func:`serving_engines`) and for the best
+    SGLang, TGI, TensorRT-LLM: those that run on ``spec``, :func:`serving_engines`) and for the best
     16-bit single-user row (transformers ``generate``).
 
     Parameters
@@ -254,6 +277,13 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
                 "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
                 "serve_vllm_server", why + " The same engine as a server (vllm serve).",
                 snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v,
+                base))
+        if "sglang" in engines and v["wp"] not in SGLANG_UNSUPPORTED:
+            recs.append(_recommendation(
+                "serve_sglang", f"Serve with SGLang: {figures}", "serve_sglang",
+                why + " SGLang's server (python -m sglang.launch_server) takes the same plan as "
+                "flags; its engine is not priced apart from vLLM's.",
+                snippet("serve_sglang", names=names, **common, flags=_sglang_flags(v)), v,
                 base))
         if "tgi" in engines and v["wp"] not in TGI_UNSUPPORTED:
             recs.append(_recommendation(

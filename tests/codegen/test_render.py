@@ -52,6 +52,8 @@ EXAMPLE_VALUES = {
     "serve_vllm_server": {"model_id": "aiadvisor_serving", "save_first": True,
                           "tokens_per_s": 1200.0, "tpot_s": 0.02,
                           "flags": ["--tensor-parallel-size", "2", "--quantization", "fp8"]},
+    "serve_sglang": {"model_id": "m", "save_first": False, "tokens_per_s": 1200.0,
+                     "tpot_s": 0.02, "flags": ["--tp", "2", "--quantization", "fp8"]},
     "serve_tgi": {"model_id": "aiadvisor_serving", "save_first": True, "tokens_per_s": 1200.0,
                   "tpot_s": 0.02, "flags": ["--num-shard", "2", "--quantize", "eetq"]},
     "serve_tensorrt_llm": {"model_id": "m", "save_first": False, "tokens_per_s": 1200.0,

@@ -55,6 +55,17 @@ def test_quantization_names_are_each_engines_own(weight, vllm, tgi, trt):
     else:
         assert "'--quantize'" not in tgi_code and "'--dtype', 'bfloat16'" in tgi_code
     assert f"quant_algo = {trt}" in recs["serve_tensorrt_llm"].code
+    # SGLang server arguments: --quantization {fp8, awq, w8a8_int8, ...}, --kv-cache-dtype
+    # {auto, fp8_e4m3, fp8_e5m2}; bitsandbytes NF4 gets no SGLang code here.
+    if weight == "nf4":
+        assert "serve_sglang" not in recs
+    else:
+        sglang = recs["serve_sglang"].code
+        assert "'--tp', '2'" in sglang and "'--kv-cache-dtype', 'fp8_e4m3'" in sglang
+        assert "'--max-running-requests', '64'" in sglang
+        sglang_quant = {"fp8": "fp8", "int8": "w8a8_int8", "int4": "awq"}.get(weight)
+        assert (f"'--quantization', '{sglang_quant}'" in sglang) == (sglang_quant is not None)
+        assert ("'--quantization'" in sglang) == (sglang_quant is not None)
     assert "KvCacheConfig(dtype='fp8')" in recs["serve_tensorrt_llm"].code
 
 
@@ -95,9 +106,10 @@ def test_replicas_are_named_and_nothing_fitting_gives_no_engine_code():
 
 
 @pytest.mark.parametrize(("device", "engines"), [
-    ("H100 SXM", {"serve_vllm", "serve_vllm_server", "serve_tgi", "serve_tensorrt_llm"}),
-    # AMD Instinct: vLLM (ROCm) and TGI (its AMD installation page), no TensorRT-LLM.
-    ("MI300X", {"serve_vllm", "serve_vllm_server", "serve_tgi"}),
+    ("H100 SXM", {"serve_vllm", "serve_vllm_server", "serve_sglang", "serve_tgi",
+                  "serve_tensorrt_llm"}),
+    # AMD Instinct: vLLM and SGLang (ROCm), TGI (its AMD installation page), no TensorRT-LLM.
+    ("MI300X", {"serve_vllm", "serve_vllm_server", "serve_sglang", "serve_tgi"}),
     # Gaudi: vLLM's Gaudi backend and TGI's Gaudi backend.
     ("Gaudi 3", {"serve_vllm", "serve_vllm_server", "serve_tgi"}),
     # An Apple GPU: none of the three (llama.cpp or MLX serve there).
