@@ -78,6 +78,13 @@ def _open_tab(page, title: str) -> None:
     page.locator(".aiadvisor-dashboard .lm-TabBar-tab", has_text=title).first.click()
 
 
+def aa_detected_vendor() -> str:
+    import aiadvisor as aa
+
+    spec = aa.hardware.detect()
+    return spec.vendor if spec.kind == "gpu" else ""
+
+
 def _shoot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
@@ -318,26 +325,33 @@ from aiadvisor import examples
 llm, ids = examples.build("tiny-gpt")
 """
 ADVISE_LM = '%load_ext aiadvisor\n%advise llm ids --mode generate --hardware "NVIDIA L4"'
+#: The same with default arguments: the machine's own device (a CPU here).
+ADVISE_LM_DEFAULT = "%load_ext aiadvisor\n%advise llm ids --mode generate"
 SERVING_STATE = """\
 import json
 import aiadvisor as aa
 from aiadvisor.units import fmt_seconds
 _dash = get_ipython().find_magic("advise").__self__.last_view
 _view = _dash.views[-1]
-_g = aa.predict_generation(_dash.report.generation_profile, hardware="NVIDIA L4",
+_g = aa.predict_generation(_dash.report.generation_profile, hardware=_dash.report.hardware_spec,
                            **_view.request())
 print(json.dumps({"tab": _dash.tabs.titles[_dash.tabs.selected_index],
                   "concurrency": _view.concurrency.value,
                   "tpot_shown": f"TPOT <b>{fmt_seconds(_g.tpot_s)}</b>" in _view.summary.value,
                   "errors": [o.get("text", "") for o in _dash.errors.outputs],
-                  "first": _view.cards[0][1].code}))
+                  "first": _view.cards[0][1].code,
+                  "ids": [r.id for r in _dash.report.recommendations
+                          if r.category == "serving"],
+                  "kind": _dash.report.hardware_spec.kind}))
 """
 
 
-def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter):
+@pytest.mark.parametrize("advise", [ADVISE_LM, ADVISE_LM_DEFAULT], ids=["L4", "default"])
+def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter, advise):
     server, context = jupyter
-    name = "serving_lab.ipynb"
-    write_notebook(server.root / name, [SETUP_LM, ADVISE_LM, SERVING_STATE, END])
+    shot = "lab_serving" if advise == ADVISE_LM else "lab_serving_default"
+    name = f"{shot}.ipynb"
+    write_notebook(server.root / name, [SETUP_LM, advise, SERVING_STATE, END])
     page = context.new_page()
     try:
         console: list[str] = []
@@ -356,7 +370,7 @@ def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter):
             "(b) => { const e = document.querySelector('.aiadvisor-serving-summary');"
             " return e && e.innerText !== b; }", arg=before, timeout=30_000)
         problems = _tab_problems(page)
-        _shoot(page, "lab_serving")
+        _shoot(page, shot)
         button = page.locator(".aiadvisor-insert:visible").first
         button.wait_for(timeout=30_000)
         shown = page.locator(".aiadvisor-code:visible").first.inner_text()
@@ -366,7 +380,7 @@ def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter):
         state = json.loads(nb.output_text(3).strip().splitlines()[-1])
         sources = nb.sources()
     except Exception:
-        _shoot(page, "lab_serving_ERROR")
+        _shoot(page, f"{shot}_ERROR")
         raise
     finally:
         page.close()
@@ -377,4 +391,11 @@ def test_serving_tab_slider_and_insert_in_jupyterlab(jupyter):
     assert inserted, sources
     assert sources[2].strip() == shown.strip() == state["first"].strip()
     assert "from vllm import LLM" in sources[2]
+    # Only engines that run on the device: TensorRT-LLM on NVIDIA GPUs, never on a CPU (a
+    # machine whose own device is an NVIDIA GPU gets it in both runs).
+    own_nvidia = "NVIDIA" in aa_detected_vendor()
+    assert ("serve_tensorrt_llm" in state["ids"]) == (advise == ADVISE_LM or own_nvidia)
+    import aiadvisor as aa
+
+    assert state["kind"] == ("gpu" if advise == ADVISE_LM else aa.hardware.detect().kind)
     assert not [e for e in console if "aiadvisor" in e or "anywidget" in e], console
