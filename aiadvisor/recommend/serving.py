@@ -66,10 +66,9 @@ SIXTEEN_BIT = ("bf16", "fp16", "fp32")
 #: AMD, Intel (GPUs and Xeon CPUs), Gaudi, Inferentia and TPU (text-generation-inference docs,
 #: installation_*.md); SGLang's server runs on NVIDIA and AMD (ROCm) GPUs (docs.sglang.io;
 #: its other backends are left out here); TensorRT-LLM runs on NVIDIA datacenter and
-#: workstation GPUs only. Jetson
-#: modules, Apple GPUs, Raspberry Pi and the other NPUs get none of the three (llama.cpp, MLX
-#: or the vendor's runtime serve there). ``None`` stands for any vendor (vLLM's CPU backend
-#: builds for x86, ARM and Apple silicon CPUs).
+#: workstation GPUs only. Jetson modules, Apple GPUs, Raspberry Pi and the other NPUs get none
+#: of these (llama.cpp, MLX or the vendor's runtime serve there). ``None`` stands for any vendor
+#: (vLLM's CPU backend builds for x86, ARM and Apple silicon CPUs).
 ENGINE_HARDWARE = {
     "vllm": {("NVIDIA", "gpu"), ("AMD", "gpu"), ("Intel", "gpu"), ("Intel", "npu"),
              ("Google", "tpu"), ("AWS", "npu"), ("Huawei", "npu"), (None, "cpu")},
