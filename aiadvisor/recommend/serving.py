@@ -272,25 +272,24 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
                         quantization=quant["vllm"], kv_cache_dtype=VLLM_KV.get(v["kv"], "auto"),
                         max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len),
                 v, base))
-            recs.append(_recommendation(
-                "serve_vllm_server", f"vLLM OpenAI-compatible server: {figures}",
-                "serve_vllm_server", why + " The same engine as a server (vllm serve).",
-                snippet("serve_vllm_server", names=names, **common, flags=_vllm_flags(v)), v,
-                base))
+        def server(rec_id: str, title: str, more: str, flags: list[str]) -> Recommendation:
+            """A server launched with the plan as command-line flags."""
+            return _recommendation(rec_id, f"{title}: {figures}", rec_id, why + " " + more,
+                                   snippet(rec_id, names=names, **common, flags=flags), v, base)
+
+        if "vllm" in engines:
+            recs.append(server("serve_vllm_server", "vLLM OpenAI-compatible server",
+                               "The same engine as a server (vllm serve).", _vllm_flags(v)))
         if "sglang" in engines and v["wp"] not in SGLANG_UNSUPPORTED:
-            recs.append(_recommendation(
-                "serve_sglang", f"Serve with SGLang: {figures}", "serve_sglang",
-                why + " SGLang's server (python -m sglang.launch_server) takes the same plan as "
-                "flags; its engine is not priced apart from vLLM's.",
-                snippet("serve_sglang", names=names, **common, flags=_sglang_flags(v)), v,
-                base))
+            recs.append(server("serve_sglang", "Serve with SGLang",
+                               "SGLang's server (python -m sglang.launch_server) takes the same "
+                               "plan as flags; its engine is not priced apart from vLLM's.",
+                               _sglang_flags(v)))
         if "tgi" in engines and v["wp"] not in TGI_UNSUPPORTED:
-            recs.append(_recommendation(
-                "serve_tgi", f"Serve with Hugging Face TGI: {figures}", "serve_tgi",
-                why + " TGI's launcher takes the same plan as flags. TGI's README now says it "
-                "is in maintenance mode (minor fixes only) and points to vLLM or SGLang for new "
-                "deployments.",
-                snippet("serve_tgi", names=names, **common, flags=_tgi_flags(v)), v, base))
+            recs.append(server("serve_tgi", "Serve with Hugging Face TGI",
+                               "TGI's launcher takes the same plan as flags. TGI's README now "
+                               "says it is in maintenance mode (minor fixes only) and points to "
+                               "vLLM or SGLang for new deployments.", _tgi_flags(v)))
         if "tensorrt_llm" in engines:
             recs.append(_recommendation(
                 "serve_tensorrt_llm", f"Serve with TensorRT-LLM: {figures}",
