@@ -265,6 +265,12 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
         if cpu:
             why += (" On a CPU the figures are eager PyTorch's (no engine is modelled there); "
                     "vLLM's CPU backend is a separate build (x86 or ARM).")
+
+        def server(rec_id: str, title: str, more: str, flags: list[str]) -> Recommendation:
+            """A server launched with the plan as command-line flags."""
+            return _recommendation(rec_id, f"{title}: {figures}", rec_id, why + " " + more,
+                                   snippet(rec_id, names=names, **common, flags=flags), v, base)
+
         if "vllm" in engines:
             recs.append(_recommendation(
                 "serve_vllm", f"Serve with vLLM: {figures}", "serve_vllm", why,
@@ -272,12 +278,6 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
                         quantization=quant["vllm"], kv_cache_dtype=VLLM_KV.get(v["kv"], "auto"),
                         max_num_seqs=v["batch"], max_model_len=max_len, max_tokens=output_len),
                 v, base))
-        def server(rec_id: str, title: str, more: str, flags: list[str]) -> Recommendation:
-            """A server launched with the plan as command-line flags."""
-            return _recommendation(rec_id, f"{title}: {figures}", rec_id, why + " " + more,
-                                   snippet(rec_id, names=names, **common, flags=flags), v, base)
-
-        if "vllm" in engines:
             recs.append(server("serve_vllm_server", "vLLM OpenAI-compatible server",
                                "The same engine as a server (vllm serve).", _vllm_flags(v)))
         if "sglang" in engines and v["wp"] not in SGLANG_UNSUPPORTED:
