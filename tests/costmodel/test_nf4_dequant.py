@@ -58,7 +58,7 @@ def test_the_dequantisation_is_one_kernel_per_linear_call_moving_its_weight():
     assert work.flops_per_call[i] == 0
 
 
-def test_nf4_at_batch_8_costs_more_than_int4_and_at_batch_1_the_same():
+def test_nf4_at_batch_8_costs_more_than_int4_and_at_batch_1_reads_4_bits_too():
     # An 8-layer 4096-wide MLP on an H100: memory-bound at these batches. At batch 8 NF4 moves
     # 4 more bytes a weight than INT4 (write and read the 16-bit copy; its own 4-bit read
     # replaces INT4's), about 134 MB over 33.6 M weights, 40 us at 3.35 TB/s.
