@@ -348,6 +348,12 @@ class SDPAGroup:
     """Bytes the traced kernels saved for backward (training): for the math path, the ``T x T``
     probabilities and dropout mask among them."""
 
+    @property
+    def fused_saving_bytes(self) -> float:
+        """Saved-for-backward bytes a fused kernel does not keep: what the traced calls saved
+        less what flash attention keeps (query, key, value, output and the log-sum-exp), >= 0."""
+        return max(self.saved_bytes - self.io_bytes - self.lse_bytes, 0.0)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelProfile:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from ..schema import ModelProfile
 from .ops import OpArrays, op_arrays
 
@@ -71,5 +69,4 @@ def fused_memory_saving_bytes(prof: ModelProfile) -> float:
     less what flash attention keeps (query, key, value, output and the log-sum-exp), >= 0."""
     if prof.mode != "train":
         return 0.0
-    return float(np.sum([max(g.saved_bytes - g.io_bytes - g.lse_bytes, 0.0)
-                         for g in prof.sdpa]))
+    return float(sum(g.fused_saving_bytes for g in prof.sdpa))

@@ -705,7 +705,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                      if curves else None)
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
-                       getattr(prof, "large_param_bytes", ()) if prof.mode == "train" else ())
+                       prof.large_param_bytes if prof.mode == "train" else ())
     counts = host_counts(prof, work)
     _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",

@@ -63,7 +63,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     sdpa = _sdpa_groups(static, dyn)
     # A CUDA trace ran the fused kernel already; a CPU or meta trace's math path saved T x T
     # tensors a GPU's fused kernel does not keep (the CUDA figure leaves them out).
-    fused_saving = sum(max(g.saved_bytes - g.io_bytes - g.lse_bytes, 0.0) for g in sdpa) \
+    fused_saving = sum(g.fused_saving_bytes for g in sdpa) \
         if train and not str(static.get("device", "")).startswith("cuda") else 0.0
     process = process_estimate(static.get("process", {}), mode=static["mode"],
                                peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs,
