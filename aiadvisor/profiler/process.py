@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..estimate import process_memory as pm
+from ..units import UNFUSED_OPTIMIZER_TEMPORARIES
 
 #: Optimizer state tensors per parameter (torch.optim: Adam/AdamW exp_avg and exp_avg_sq,
 #: SGD with momentum its momentum buffer).
@@ -53,8 +54,9 @@ def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dic
     sizes = [p.numel() * p.element_size() for p in params if p.requires_grad]
     state = [s for s in sizes for _ in range(_STATE_TENSORS.get(optimizer, 0))] \
         if mode == "train" else []
-    temporaries = [(s, s) for s in sizes] if mode == "train" and optimizer in ("adam", "adamw") \
-        else []
+    # The for-loop step's temporaries per parameter tensor (Adam/AdamW: two of its size).
+    temporaries = [(s,) * UNFUSED_OPTIMIZER_TEMPORARIES.get(optimizer, 0) for s in sizes] \
+        if mode == "train" else []
     heap_peak, live_peak = pm.replay_steps(result.alloc_events, persistent_after_first=state,
                                            update_temporaries=temporaries)
     inputs = [t for t in tree_flatten((spec.args, spec.kwargs))[0] if isinstance(t, torch.Tensor)]
