@@ -49,6 +49,17 @@ multiplies in 16 bit (``MatMul4Bit``, bitsandbytes 0.41-0.45 source). That is re
 library's code, not fitted: nf4 rows at batch > 1 (6 bnb rows, hfquant-02) moved from +26 to
 +199 % fast to +9 to +158 %; batched figures within 25 % went 11 -> 15 of 32.
 
+Fifth pass (same day, a cost-model change made for the single-GPU bench, not for these rows):
+published achievable-matmul fractions now move the compute side of GEMMs only and FP8 GEMMs
+read the FP8 table (H100 SXM 70.9 %); GPUs without such a figure take the best torch.mm rate of
+a public quick-benchmark table (RTX 3090 and 4090 run above their rated BF16 peak); and
+power-limited GPUs (T4, L4) slow their tensor-core GEMMs' compute side as NeuSight's T4/L4/P4
+FP32 timings show. Consumer 16-bit prefill went -30..-14 % -> -16..+11 %; llama.cpp's int4
+prefill on the RTX 3090 went -5..+7 % -> +23..+39 % (its dequantise-then-cuBLAS path of that
+time is not priced); torchao's FP8 decode on the H100 went +13 / +30 % -> +17 / +34 % (its
+GEMVs no longer carry the H100's GEMM fraction; torchao quantises each activation in a kernel
+of its own, which is not priced either).
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same

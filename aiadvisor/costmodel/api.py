@@ -14,9 +14,14 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
-from .facts import CPU_MATRIX_UNIT_FRACTION, cpu_matrix_log_adjustment, matmul_fraction
+from .facts import (
+    CPU_MATRIX_UNIT_FRACTION,
+    cpu_matrix_log_adjustment,
+    matmul_fraction,
+    matmul_source,
+)
 from .local import LocalCalibration
-from .model import EfficiencyModel, load_model
+from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
 from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
 from .precision import (
     DTYPE_BYTES,
@@ -316,10 +321,17 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
     if calibration_note and not measured:
         notes.insert(0, calibration_note)
-    fraction = matmul_fraction(spec)
-    if fraction is not None and uses_matrix_engine(spec, precision) and not measured:
+    fraction = matmul_fraction(spec, precision)
+    engine = uses_matrix_engine(spec, precision)
+    if fraction is not None and engine and not measured:
         notes.append(f"GEMM efficiency scaled by the published achievable-matmul fraction of "
-                     f"this device ({fraction:.0%} of its BF16 peak; MAMF table).")
+                     f"this device ({matmul_source(spec, precision)}).")
+    if engine and not measured and spec.kind == "gpu" and spec.tdp_w is not None \
+            and spec.tdp_w <= LOW_POWER_TDP_W:
+        notes.append(f"Power-limited board ({spec.tdp_w:g} W): its tensor-core GEMMs are slowed "
+                     "as much as the power limit slows FP32 GEMMs on the T4, L4 and P4 in the "
+                     "measured op data (1.3x memory-bound to about 2x compute-bound; assumed, "
+                     "no tensor-core timing of such a board was in the training data).")
     if cpu_matrix_log_adjustment(spec, precision) > 0:
         notes.append(f"bf16 GEMMs on this CPU's matrix unit (AMX) at {CPU_MATRIX_UNIT_FRACTION:.0%}"
                      " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"

@@ -54,24 +54,25 @@ class SpecColumns:
     bw_gbs: np.ndarray
     launch_s: np.ndarray
     low_power: np.ndarray
+    tensor_low_power: np.ndarray
+    """Power-limited GPUs: the compute side of their tensor-core GEMMs is slowed
+    (:func:`~aiadvisor.costmodel.predict.power_limited_compute`); edge modules and NPUs under
+    the same power are not PCIe boards like those the slow-down was measured on."""
     interconnect_gbs: np.ndarray
-    matmul_adjust: np.ndarray
-    """Log slow-down of tensor-core GEMMs from published achievable-matmul fractions."""
 
     @classmethod
     def of(cls, specs: Sequence[HardwareSpec]) -> SpecColumns:
         bw = np.array([s.memory_bw_gbs or 1.0 for s in specs], float)
+        low_power = np.array([s.tdp_w is not None and s.tdp_w <= LOW_POWER_TDP_W for s in specs])
         return cls(
             log_bw=np.log10(bw), nvidia=np.array([s.vendor.upper() == "NVIDIA" for s in specs]),
             trusted=np.array([s.kind == "gpu" or s.measured for s in specs]),
             vector_peak_tflops=np.array([vector_peak_tflops(s) for s in specs], float),
             bw_gbs=bw, launch_s=np.array([launch_s(s) for s in specs], float),
-            low_power=np.array([s.tdp_w is not None and s.tdp_w <= LOW_POWER_TDP_W
-                                for s in specs]),
+            low_power=low_power,
+            tensor_low_power=low_power & np.array([s.kind == "gpu" for s in specs]),
             interconnect_gbs=np.array([s.interconnect_bw_gbs or DEFAULT_INTERCONNECT_GBS
                                        for s in specs], float),
-            matmul_adjust=np.array([0.0 if s.measured else matmul_log_adjustment(s)
-                                    for s in specs], float),
         )
 
 
@@ -99,6 +100,8 @@ class DeviceArrays:
     matrix_engine: np.ndarray
     low_power: np.ndarray
     """TDP <= 100 W: the power-limited tables apply (where the model has them)."""
+    tensor_low_power: np.ndarray
+    """Power-limited GPUs, whose tensor-core GEMMs lose clock on their compute side."""
     shrink: dict[str, np.ndarray]
     interconnect_gbs: np.ndarray
     """Vendor per-device interconnect figure (both directions added), GB/s."""
@@ -128,11 +131,14 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
         specs=tuple(specs), gemm_peak_tflops=gemm[:, None],
         vector_peak_tflops=cols.vector_peak_tflops[:, None], bw_gbs=cols.bw_gbs[:, None],
         launch_s=cols.launch_s[:, None], matrix_engine=matrix[:, None],
-        low_power=cols.low_power[:, None], shrink=shrink,
+        low_power=cols.low_power[:, None], tensor_low_power=cols.tensor_low_power[:, None],
+        shrink=shrink,
         interconnect_gbs=cols.interconnect_gbs[:, None],
-        # Tensor cores: published MAMF fractions; CPU matrix units (AMX): their measured share.
-        matmul_adjust=np.where(matrix, cols.matmul_adjust,
-                               [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
+        # Tensor cores: published MAMF fractions at this precision; CPU matrix units (AMX):
+        # their measured share.
+        matmul_adjust=np.where(
+            matrix, [0.0 if s.measured else matmul_log_adjustment(s, precision) for s in specs],
+            [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
         attention_peak_tflops=(np.array([attention_peak_tflops(s, precision) for s in specs],
                                         float)[:, None] if precision == "fp4" else None),
         gemm_bytes_scale=(np.array([gemm_bytes_scale(s, precision) for s in specs],

@@ -159,6 +159,13 @@ def check_precision(spec: HardwareSpec, precision: str) -> str:
     fix = f" Use precision={nearest!r} instead" if nearest else ""
     if precision == "fp4" and nearest not in (None, "int4") and "int4" in supported:
         fix += " (or 'int4' for 4-bit weights computed in 16 bit)"
+    if not supported:
+        raise UnsupportedPrecisionError(
+            f"precision={precision!r} cannot be priced on {spec.name!r}: its spec has no dense "
+            "compute figure in any precision (the catalog leaves a figure blank when no primary "
+            "source publishes it, rather than guess). On the device itself, "
+            "hardware='local' benchmarks it; elsewhere pass a HardwareSpec with the figures "
+            "you trust (aiadvisor.schema.HardwareSpec(..., fp16_tflops=...)).")
     why = _MISSING.get(precision, f"no {precision} engine (no dense {precision} figure in its "
                                   "spec)")
     raise UnsupportedPrecisionError(

@@ -25,7 +25,7 @@ from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
 from .devices import DeviceArrays
 from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
-from .model import MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
+from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import (
     NF4_DEQUANT_BYTES,
     DeviceWork,
@@ -127,6 +127,32 @@ def _model_keys(model: EfficiencyModel, base_keys: np.ndarray, low_power: bool) 
     return np.array([mapping[k] for k in base_keys])
 
 
+#: Power-limited GPUs (``tdp_w <= 100``: T4, L4) have no tensor-core timings in the training
+#: data. What their power limit does to compute-bound work is read off the FP32 GEMMs NeuSight
+#: timed on T4, L4 and P4 against big boards at the same device-relative features
+#: (``gemm/simt@lowpower`` minus ``gemm/simt``, P50: 1.6-2.2x once compute-bound); it is applied
+#: to the compute side of their tensor-core GEMMs only, since the limit takes away SM clock,
+#: not memory bandwidth (memory-bound ops keep the power-limited memory tables' figures).
+#: Assumed: the tensor cores lose the clock as the FP32 pipes do.
+CLOCK_TABLES = ("gemm/simt", "gemm/simt" + LOW_POWER_SUFFIX)
+
+
+def power_limited_compute(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
+                          f1: np.ndarray, f2: np.ndarray, engine_op: np.ndarray) -> np.ndarray:
+    """Extra log slow-down (D, N) of the compute side of tensor-core GEMM-like ops on
+    power-limited GPUs (:data:`CLOCK_TABLES`); 0 elsewhere and on benchmarked devices."""
+    out = np.zeros(f1.shape)
+    rows = (devs.tensor_low_power[:, 0] & devs.matrix_engine[:, 0]
+            & ~np.array([s.measured for s in devs.specs], bool))
+    if not rows.any() or not all(k in model.tables for k in CLOCK_TABLES):
+        return out
+    big, low = (model.table(k) for k in CLOCK_TABLES)
+    delta = np.maximum(low.log_slowdown(f1[rows], f2[rows]) - big.log_slowdown(f1[rows],
+                                                                                  f2[rows]), 0.0)
+    out[rows] = np.where(engine_op[rows], delta, 0.0)
+    return out
+
+
 def attention_ops(work: DeviceWork) -> np.ndarray:
     """The attention core among the matrix-engine ops: fused attention, and the batched GEMMs
     of eager attention (scores and weighted sum)."""
@@ -144,9 +170,10 @@ def device_bytes(work: DeviceWork, devs: DeviceArrays) -> np.ndarray:
 
 
 def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
-                  *, measured_precision: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), and the
-    per-op peak (D, N)."""
+                  *, measured_precision: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), the
+    per-op peak (D, N) and the extra log slow-down (D, N) of the ops' compute side alone
+    (published achievable-matmul fractions, :func:`power_limited_compute`)."""
     gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
     # A CPU's attention kernels (PyTorch's flash attention for CPU) do not run on its matrix
     # engine: priced at the vector (FP32) peak in every precision. Development CPU (2-core Xeon
@@ -178,9 +205,12 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
             learned = table.log_slowdowns(f1[sub], f2[sub])
             value = w * learned + (1 - w) * table.median_log_slowdown
             y[(slice(None),) + sub] = value + spread * _QUANTILE_SIGN[:, None, None]
-    # Published achievable-matmul fractions (facts.py) move GEMM-like ops on matrix engines.
-    y = y + np.where(engine_op, devs.matmul_adjust, 0.0)
-    return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak
+    # The compute side of GEMM-like ops on matrix engines: published achievable-matmul
+    # fractions (facts.py: a device's compute-bound GEMMs against the curve's GPUs; they say
+    # nothing of its memory-bound GEMVs) and the clock a power limit takes away.
+    compute = (np.where(engine_op, devs.matmul_adjust, 0.0)
+               + power_limited_compute(work, devs, model, f1, f2, engine_op))
+    return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak, compute
 
 
 #: Benchmarked devices: spread of the P10/P90 around the curve-based prediction.
@@ -208,7 +238,8 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
              op_dtypes: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-op seconds split into compute-bound, memory-bound and launch parts, (Q, D, N) each.
 
-    Learned devices: ``(max(F/P, B/W) + launch) * exp(y)``. Benchmarked devices (``curves``: one
+    Learned devices: ``max(F/P * exp(y + c), B/W * exp(y)) + launch * exp(y)``, where ``c``
+    moves the compute side alone (:func:`log_slowdowns`). Benchmarked devices (``curves``: one
     :class:`~aiadvisor.costmodel.local.LocalCalibration` or None per device):
     GEMM-like ops take ``max(F / (P * eff(F)), B / W) + launch`` with the measured peak,
     bandwidth and per-op overhead and the GEMM efficiency ``eff`` read off the measured matmul
@@ -216,17 +247,18 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
     ``op_dtypes`` says each op runs in) take the measured time at their size; the rest the
     roofline on the measured figures (P10/P90 +-20 %).
     """
-    y, peak = log_slowdowns(work, devs, model, measured_precision=measured_precision)
-    y_compute = y_memory = y_launch = y
+    y, peak, compute = log_slowdowns(work, devs, model, measured_precision=measured_precision)
+    y_memory = y_launch = y
+    y_compute = np.clip(y + compute, 0.0, MAX_LOG_SLOWDOWN)
     cals = list(curves or [])
     if any(c is not None for c in cals):
-        y_compute, y_memory, y_launch = y.copy(), y.copy(), y.copy()
+        y_compute, y_memory, y_launch = y_compute.copy(), y.copy(), y.copy()
         gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
         for d, cal in enumerate(cals):
             if cal is not None:
                 curve = cal.matmul
                 base = (np.where(gemm_like, _curve_slowdowns(curve, work), 0.0) if curve
-                        else y[1, d, :])
+                        else y_compute[1, d, :])
                 y_compute[:, d, :] = base + MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
                 y_memory[:, d, :] = MEASURED_SPREAD * _QUANTILE_SIGN[:, None]
                 y_launch[:, d, :] = 0.0

@@ -165,8 +165,10 @@ def rank_hardware(prof: ModelProfile, *, specs: list[HardwareSpec], precision: s
     df = pd.DataFrame.from_records(rows, columns=COLUMNS)
     df["pareto"] = pareto_front(df, cost="cost_per_million_samples_usd", speed="throughput")
     # Fastest first; devices that tie (a step every one of them waits on the host for) go
-    # cheapest first.
-    df = df.assign(_o=-df["throughput"].fillna(-math.inf),
+    # cheapest first. Throughputs equal to 9 significant digits tie: the same host-bound step
+    # summed in another order differs in its last bit.
+    speed = df["throughput"].map(lambda v: float(f"{v:.9g}"), na_action="ignore")
+    df = df.assign(_o=-speed.fillna(-math.inf),
                    _c=df["cost_per_million_samples_usd"].fillna(math.inf))
     df = df.sort_values(["_o", "_c"], kind="stable").drop(columns=["_o", "_c"])
     df = df.reset_index(drop=True)
