@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import HardwareSpec
-from .facts import cpu_matrix_log_adjustment, matmul_log_adjustment
+from .facts import above_peak_log_ratio, cpu_matrix_log_adjustment, matmul_log_adjustment
 from .model import LOW_POWER_TDP_W, EfficiencyModel
 from .precision import (
     attention_peak_tflops,
@@ -106,6 +106,10 @@ class DeviceArrays:
     interconnect_gbs: np.ndarray
     """Vendor per-device interconnect figure (both directions added), GB/s."""
     matmul_adjust: np.ndarray
+    compute_floor: np.ndarray = 0.0
+    """Lowest log slow-down of a GEMM-like op's compute side on each device: 0 (the rated
+    peak), below where a published rate exceeds it (:func:`~aiadvisor.costmodel.facts.
+    above_peak_log_ratio`)."""
     attention_peak_tflops: np.ndarray | None = None
     """Peak of the attention core's engine where it differs from ``gemm_peak_tflops`` (None:
     the same): 16 bit under ``fp4`` (:func:`~aiadvisor.costmodel.precision.
@@ -139,6 +143,9 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
         matmul_adjust=np.where(
             matrix, [0.0 if s.measured else matmul_log_adjustment(s, precision) for s in specs],
             [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
+        compute_floor=np.array([0.0 if s.measured or not m else
+                                -above_peak_log_ratio(s, precision)
+                                for s, m in zip(specs, matrix)], float)[:, None],
         attention_peak_tflops=(np.array([attention_peak_tflops(s, precision) for s in specs],
                                         float)[:, None] if precision == "fp4" else None),
         gemm_bytes_scale=(np.array([gemm_bytes_scale(s, precision) for s in specs],

@@ -126,6 +126,23 @@ def _published_fraction(spec: HardwareSpec, precision: str) -> tuple[float, str]
     return measured * REFERENCE_FRACTION / QUICK_REFERENCE_FRACTION, label
 
 
+def above_peak_log_ratio(spec: HardwareSpec, precision: str = "bf16") -> float:
+    """``log(best published rate / rated peak)`` where a published rate exceeds the rated
+    peak (a GeForce card past its rated boost clock), else 0.
+
+    >>> from aiadvisor.hardware import get
+    >>> round(math.exp(above_peak_log_ratio(get("RTX 5090"))), 3)   # 239.11 / 209.5
+    1.141
+    """
+    if precision in FP8_TABLE_PRECISIONS and spec.name in MAMF_FP8_TFLOPS:
+        return 0.0
+    quick = QUICK_MATMUL_TFLOPS.get(spec.name)
+    peak = None if quick is None else getattr(spec, f"{quick[1]}_tflops")
+    if quick is None or not peak or spec.name in MAMF_BF16_TFLOPS:
+        return 0.0
+    return max(math.log(quick[0] / peak), 0.0)
+
+
 def matmul_log_adjustment(spec: HardwareSpec, precision: str = "bf16") -> float:
     """Extra log slow-down of tensor-core GEMMs on ``spec`` at ``precision`` relative to the
     training GPUs: ``log(reference fraction / device fraction)`` (0 without a published figure;

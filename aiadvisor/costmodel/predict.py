@@ -39,6 +39,8 @@ from .ops import (
 from .precision import DTYPE_BYTES, GEMM_ACT_BYTES, MEMORY_ACT_BYTES
 
 _QUANTILE_SIGN = np.array([-1.0, 0.0, 1.0])  # P10, P50, P90
+#: Which quantiles take a power-limited board's sustained slow-down (P10: a burst does not).
+_SUSTAINED = np.array([0.0, 1.0, 1.0])
 #: Extra spread of the log slow-down when a device is unlike the training devices (w -> 0).
 UNFAMILIAR_SPREAD = 0.4
 #: Extra spread when the precision has no measured data (TF32, FP8, MXFP8, FP4, INT8, INT4,
@@ -172,7 +174,7 @@ def device_bytes(work: DeviceWork, devs: DeviceArrays) -> np.ndarray:
 def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
                   *, measured_precision: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Learned ``log(t / t_roofline)`` of every op on every device, shaped (Q, D, N), the
-    per-op peak (D, N) and the extra log slow-down (D, N) of the ops' compute side alone
+    per-op peak (D, N) and the extra log slow-down (Q, D, N) of the ops' compute side alone
     (published achievable-matmul fractions, :func:`power_limited_compute`)."""
     gemm_like = np.isin(work.op_class, ("gemm", "conv", "attention"))
     # A CPU's attention kernels (PyTorch's flash attention for CPU) do not run on its matrix
@@ -208,8 +210,12 @@ def log_slowdowns(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel,
     # The compute side of GEMM-like ops on matrix engines: published achievable-matmul
     # fractions (facts.py: a device's compute-bound GEMMs against the curve's GPUs; they say
     # nothing of its memory-bound GEMVs) and the clock a power limit takes away.
-    compute = (np.where(engine_op, devs.matmul_adjust, 0.0)
-               + power_limited_compute(work, devs, model, f1, f2, engine_op))
+    # The power limit is a sustained effect: a short burst runs before the clock settles (a
+    # quick torch.mm table reads a T4 at 42 and an L4 at 55-71 TFLOP/s, where this prices
+    # 22-29 and 41-54), so the P10 leaves it out and the P50/P90 keep it.
+    compute = (np.where(engine_op, devs.matmul_adjust, 0.0)[None]
+               + power_limited_compute(work, devs, model, f1, f2, engine_op)[None]
+               * _SUSTAINED[:, None, None])
     return np.clip(y, 0.0, MAX_LOG_SLOWDOWN), peak, compute
 
 
@@ -249,7 +255,9 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
     """
     y, peak, compute = log_slowdowns(work, devs, model, measured_precision=measured_precision)
     y_memory = y_launch = y
-    y_compute = np.clip(y + compute, 0.0, MAX_LOG_SLOWDOWN)
+    # Never faster than the peak, or than the best rate published for the device where that
+    # is above its rated peak (GeForce cards boost past their rated clock).
+    y_compute = np.clip(y + compute, devs.compute_floor, MAX_LOG_SLOWDOWN)
     cals = list(curves or [])
     if any(c is not None for c in cals):
         y_compute, y_memory, y_launch = y_compute.copy(), y.copy(), y.copy()

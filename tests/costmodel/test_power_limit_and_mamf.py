@@ -119,3 +119,25 @@ def test_a_geforce_card_takes_its_quick_benchmark_figure_above_the_rated_peak():
     assert a.compute_s / b.compute_s == pytest.approx(expected, rel=1e-9)
     (note,) = [n for n in a.notes if "achievable-matmul" in n]
     assert "108% of its BF16 peak" in note and "torch.mm benchmark" in note
+
+
+def test_a_card_past_its_rated_clock_may_beat_its_rated_peak_but_not_its_published_rate():
+    # RTX 5090: rated 209.5 BF16 TFLOP/s, the torch.mm table reads 239.11. On a model at the
+    # roofline, its adjustment (0.8214 / 1.1414) would take the GEMM past even the published
+    # rate; the floor stops it there: 1.374e11 / 239.11e12 = 574.7 us.
+    model = constant_model(0.0)
+    card = make_spec(name="NVIDIA GeForce RTX 5090", vendor="NVIDIA", bf16_tflops=209.5,
+                     fp16_tflops=209.5, memory_bw_gbs=1792)
+    pred = predict(gemm(), hardware=card, precision="bf16", model=model)
+    assert pred.compute_s == pytest.approx(GEMM_FLOPS / 239.11e12, rel=1e-9)
+
+
+def test_a_burst_is_the_fast_end_of_a_power_limited_boards_interval():
+    # The power limit is sustained: the P10 leaves it out, the P50 and P90 keep it (2x here).
+    model = power_model(2.0)
+    small = predict(gemm(), hardware=make_spec(name="Small GPU", tdp_w=70), precision="bf16",
+                    model=model)
+    big = predict(gemm(), hardware=make_spec(name="Big GPU", tdp_w=700), precision="bf16",
+                  model=model)
+    assert small.low_s == pytest.approx(big.low_s, rel=1e-9)
+    assert small.high_s > 1.9 * big.high_s
