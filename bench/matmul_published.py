@@ -42,6 +42,7 @@ ROWS = (
     ("NVIDIA GeForce RTX 5090", "bf16", 239.11, None, "fact", SOURCE),
     ("NVIDIA L40S", "bf16", 269.15, None, "fact", SOURCE),
     ("NVIDIA A40", "bf16", 122.29, None, "fact", "issue #185"),
+    ("NVIDIA RTX A6000", "bf16", 123.34, None, "fact", SOURCE),
     ("NVIDIA RTX PRO 6000 Blackwell", "bf16", 417.98, None, "fact", SOURCE),
     ("NVIDIA V100 SXM2 16GB", "fp16", 97.36, (57.30, 78.23, 95.73, 97.36, 89.37), "fact",
      "issue #140"),

@@ -63,6 +63,7 @@ QUICK_MATMUL_TFLOPS = {
     "NVIDIA GeForce RTX 5090": (239.11, "bf16"),     # 236.03, 242.18
     "NVIDIA L40S": (269.15, "bf16"),
     "NVIDIA A40": (122.29, "bf16"),                  # issue #185
+    "NVIDIA RTX A6000": (123.34, "bf16"),
     "NVIDIA RTX PRO 6000 Blackwell": (417.98, "bf16"),   # the Workstation Edition's row
     "NVIDIA V100 SXM2 16GB": (97.36, "fp16"),        # issue #140 (Volta has no BF16 engine)
     "NVIDIA V100 SXM2 32GB": (97.36, "fp16"),        # the same GV100 SXM2 part and clocks

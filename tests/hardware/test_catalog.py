@@ -494,7 +494,7 @@ def test_every_row_has_a_buyer_segment(table, rows):
     assert sorted(filter_catalog(table, segment="Workstation")["name"]) == [
         "Apple M1 Max (32-core GPU)", "Apple M2 Max (38-core GPU)", "Apple M3 Max (40-core GPU)",
         "Apple M4 Max (40-core GPU)", "NVIDIA DGX Spark (GB10)",
-        "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX PRO 6000 Blackwell"]
+        "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX A6000", "NVIDIA RTX PRO 6000 Blackwell"]
     assert get("RTX 4090").segment == "consumer"
 
 
