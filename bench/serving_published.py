@@ -60,6 +60,14 @@ time is not priced); torchao's FP8 decode on the H100 went +13 / +30 % -> +17 / 
 GEMVs no longer carry the H100's GEMM fraction; torchao quantises each activation in a kernel
 of its own, which is not priced either).
 
+Sixth pass (same day): a Llama-style RMSNorm written out in Python (pow, mean, rsqrt,
+multiplies; no op named *norm*) was not recognised as a norm, so its kernel was not fused with
+the residual add before it, as engines (vLLM's ``fused_add_rms_norm``, TensorRT-LLM) and
+Inductor run it: a Llama decode step is now 10 kernels a layer, not 12. That is how the engines
+run, not a fit; these rows moved slightly the wrong way: batch-1 decode MAPE 19 -> 20 % (28/47
+within 20 % either way), torchao signed +4 -> +9 %, the TGI 1.0.3 throughput rows further too
+fast.
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same

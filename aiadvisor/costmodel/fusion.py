@@ -21,7 +21,8 @@ def fuse_elementwise(prof: ModelProfile, *, keep_rng: bool = False) -> ModelProf
     Fusion does not stop at ``nn.Module`` boundaries (the compiler traces through them): a
     child module that only normalises (``LayerNorm``, ``RMSNorm``, ...) the output of its
     parent's own memory-bound ops in the forward -- BERT's ``LayerNorm(hidden + residual)``,
-    GPT-2's ``ln_2(attn + residual)`` -- joins the parent's kernel (:func:`_merge_norms`).
+    GPT-2's ``ln_2(attn + residual)``, Llama's ``post_attention_layernorm(hidden + residual)``
+    -- joins the parent's kernel (:func:`_merge_norms`).
 
     ``keep_rng``: random-number ops (dropout masks) stay out of the fused kernels with their
     own cost. On a CPU generating the numbers, not moving them, is their time, and a compiled
@@ -48,8 +49,16 @@ def fuse_elementwise(prof: ModelProfile, *, keep_rng: bool = False) -> ModelProf
     return dataclasses.replace(prof, ops=tuple(kept + _merge_norms(fused, groups)))
 
 
-def _is_normalization(ops: list[OpRecord]) -> bool:
-    return all("norm" in op.op.lower() and "backward" not in op.op for op in ops)
+def _is_normalization(module: str, ops: list[OpRecord]) -> bool:
+    """A forward group that only normalises: every op a norm kernel (``native_layer_norm``),
+    or a module named as a norm whose RMSNorm is written out in Python (Llama's
+    ``input_layernorm``: pow, mean, rsqrt and two multiplies; the built-in decoders'
+    ``norm1``/``norm2``), which an engine's fused add+RMSNorm kernel and Inductor run with the
+    residual add before it."""
+    if any("backward" in op.op for op in ops):
+        return False
+    return (all("norm" in op.op.lower() for op in ops)
+            or "norm" in module.rsplit(".", 1)[-1].lower())
 
 
 def _merge_norms(fused: dict[tuple[str, str], OpRecord],
@@ -73,7 +82,7 @@ def _merge_norms(fused: dict[tuple[str, str], OpRecord],
     for (module, phase), op in fused.items():
         parent = (module.rsplit(".", 1)[0] if "." in module else "", phase)
         if (phase == "forward" and parent != (module, phase) and parent in fused
-                and _is_normalization(groups[(module, phase)])):
+                and _is_normalization(module, groups[(module, phase)])):
             children[parent].append(op)
             del merged[(module, phase)]
     for parent, norms in children.items():

@@ -189,17 +189,21 @@ class _Step:
     communication: float
     confidence: str
     notes: tuple[str, ...] = ()
+    host_bound: bool = False
+    """Eager PyTorch's host time, not the device, sets the step (launched from Python)."""
 
     @classmethod
     def of(cls, pred: Prediction) -> _Step:
         return cls(pred.low_s, pred.step_time_s, pred.high_s, pred.compute_s, pred.memory_s,
-                   pred.overhead_s, pred.communication_s, pred.confidence, pred.notes)
+                   pred.overhead_s, pred.communication_s, pred.confidence, pred.notes,
+                   bool(pred.host_bound))
 
     @classmethod
     def row(cls, row) -> _Step:
         return cls(float(row.low_s), float(row.step_time_s), float(row.high_s),
                    float(row.compute_s), float(row.memory_s), float(row.overhead_s),
-                   float(row.communication_s), str(row.confidence))
+                   float(row.communication_s), str(row.confidence),
+                   host_bound=bool(row.host_bound))
 
     @property
     def interval(self) -> np.ndarray:
@@ -623,7 +627,11 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
         tpot_s=float(tpot[1]), tpot_low_s=float(tpot[0]), tpot_high_s=float(tpot[2]),
         tokens_per_s=float(replicas * batch_size * output_len / request_s[1]),
         tokens_per_s_per_user=float(1.0 / tpot[1]),
-        bound=max(breakdown, key=breakdown.get), confidence=confidence, notes=tuple(notes),
+        # A step launched from Python that waits on the host is overhead-bound, whatever its
+        # device parts weigh.
+        bound=("overhead" if decode.host_bound and not graphs
+               else max(breakdown, key=breakdown.get)),
+        confidence=confidence, notes=tuple(notes),
     )
 
 

@@ -33,6 +33,31 @@ class PreNormBlock(torch.nn.Module):
         return h + self.mlp(self.ln_2(h))
 
 
+class RMSNorm(torch.nn.Module):
+    """Llama's RMSNorm as transformers writes it: pow, mean, add, rsqrt and two multiplies,
+    no op whose name says norm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(16))
+
+    def forward(self, h):
+        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class LlamaBlock(torch.nn.Module):
+    """Pre-norm block with Python RMSNorms named as Llama names them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_layernorm, self.post_attention_layernorm = RMSNorm(), RMSNorm()
+        self.attn, self.mlp = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+    def forward(self, h):
+        h = h + self.attn(self.input_layernorm(h))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
 class Wrap(torch.nn.Module):
     def __init__(self, inner: torch.nn.Module) -> None:
         super().__init__()
@@ -124,3 +149,16 @@ def test_cpu_fusion_keeps_dropout_random_numbers_apart():
     others = [op for op in prof.ops if op.op_class == "memory" and op.phase == "forward"
               and op.module == "" and op not in rng]
     assert fused_fwd[0].flops == sum(op.flops for op in others)
+
+
+def test_a_python_rmsnorm_named_as_a_norm_fuses_with_the_residual_add():
+    # Llama's block: 2 residual adds, and 2 RMSNorms of 6 elementwise ops each (none named
+    # *norm*) were 3 kernels a call (the block's, and one per norm); engines (vLLM's
+    # fused_add_rms_norm) and Inductor run each norm with the add before it: max(2, 1 + 1) = 2.
+    prof = aa.profile(Wrap(LlamaBlock()), torch.randn(2, 16), mode="infer")
+    ops = [op for op in prof.ops if op.op_class == "memory"]
+    assert {op.module for op in ops} == {"out", "out.input_layernorm",
+                                         "out.post_attention_layernorm"}
+    assert not any("norm" in op.op for op in ops)
+    fused = [op for op in transforms.fuse_elementwise(prof).ops if op.op_class == "memory"]
+    assert len(fused) == 1 and fused[0].module == "out" and fused[0].count == 2
