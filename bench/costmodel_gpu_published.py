@@ -45,7 +45,7 @@ power limit causes on FP32 GEMMs in NeuSight's timings of T4, L4 and P4 (opdata;
 fractions move the compute side only (a memory-bound GEMV is not slowed by a device's GEMM
 fraction) and FP8 GEMMs read the published FP8 fractions. Held-out inference at batch > 8 went
 24.4 -> 22.2 %, at batch <= 8 33.3 -> 32.6 %; T4 held-out 16-bit rows -38/-46/-43 % ->
--7/-18/-17 %. Then GPUs without a MAMF figure took the best ``torch.mm`` rate a public
+-20/-27/-26 %. Then GPUs without a MAMF figure took the best ``torch.mm`` rate a public
 quick-benchmark table reports for them (``costmodel.facts.QUICK_MATMUL_TFLOPS``: RTX 3090 and
 4090 above their rated BF16 peak, L40S, A40, V100 SXM2 below it): held-out batch > 8 21.9 %,
 training 15.6 -> 15.9 % (BERT/ViT on the RTX 3090 +20..+26 % -> +3..+8 %, ResNet-50 on it

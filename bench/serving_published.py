@@ -64,9 +64,11 @@ Sixth pass (same day): a Llama-style RMSNorm written out in Python (pow, mean, r
 multiplies; no op named *norm*) was not recognised as a norm, so its kernel was not fused with
 the residual add before it, as engines (vLLM's ``fused_add_rms_norm``, TensorRT-LLM) and
 Inductor run it: a Llama decode step is now 10 kernels a layer, not 12. That is how the engines
-run, not a fit; these rows moved slightly the wrong way: batch-1 decode MAPE 19 -> 20 % (28/47
-within 20 % either way), torchao signed +4 -> +9 %, the TGI 1.0.3 throughput rows further too
-fast.
+run, not a fit; these rows moved the wrong way: batch-1 decode MAPE 19 -> 20 % (28/47 within
+20 % either way) and inside P10-P90 77 -> 70 % (xdai-09/14/15, sagemaker-05 left their band:
+llama.cpp of 2023 and TGI 1.0.3 launch more kernels a layer than an engine that fuses them),
+torchao signed +4 -> +9 % (its FP8 rows +23 / +42 %), batched throughput MAPE 108 -> 128 % on
+the TGI 1.0.3 rows.
 
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
