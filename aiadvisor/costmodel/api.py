@@ -328,10 +328,12 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
                      f"this device ({matmul_source(spec, precision)}).")
     if engine and not measured and spec.kind == "gpu" and spec.tdp_w is not None \
             and spec.tdp_w <= LOW_POWER_TDP_W:
-        notes.append(f"Power-limited board ({spec.tdp_w:g} W): its tensor-core GEMMs are slowed "
-                     "as much as the power limit slows FP32 GEMMs on the T4, L4 and P4 in the "
-                     "measured op data (1.3x memory-bound to about 2x compute-bound; assumed, "
-                     "no tensor-core timing of such a board was in the training data).")
+        notes.append(f"Power-limited board ({spec.tdp_w:g} W): under a sustained load its "
+                     "tensor-core GEMMs compute as much slower as the power limit makes FP32 "
+                     "GEMMs on the T4, L4 and P4 in the measured op data (1.6-2.2x once "
+                     "compute-bound; memory-bound GEMVs keep their bandwidth); the fast end of "
+                     "the interval is a short burst, before the clock settles. Assumed: no "
+                     "tensor-core timing of such a board was in the training data.")
     if cpu_matrix_log_adjustment(spec, precision) > 0:
         notes.append(f"bf16 GEMMs on this CPU's matrix unit (AMX) at {CPU_MATRIX_UNIT_FRACTION:.0%}"
                      " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"

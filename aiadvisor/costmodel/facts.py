@@ -82,7 +82,8 @@ def matmul_fraction(spec: HardwareSpec, precision: str = "bf16") -> float | None
 
     ``fp8`` and ``mxfp8`` (8-bit float GEMMs, block scales or not) read the FP8 table against
     the FP8 peak where the device has an FP8 figure, else the BF16 one; every other precision
-    (FP4 included: no FP4 figure is published) reads the BF16 table.
+    (FP4 included: no FP4 figure is published) reads the BF16 table. A device in neither reads
+    :data:`QUICK_MATMUL_TFLOPS`, put on the MAMF table's footing.
 
     >>> from aiadvisor.schema import HardwareSpec
     >>> h100 = HardwareSpec(name="NVIDIA H100 SXM", vendor="NVIDIA", kind="gpu",
