@@ -144,7 +144,7 @@ def device_arrays(specs: Sequence[HardwareSpec], precision: str, model: Efficien
             matrix, [0.0 if s.measured else matmul_log_adjustment(s, precision) for s in specs],
             [cpu_matrix_log_adjustment(s, precision) for s in specs])[:, None],
         compute_floor=np.array([0.0 if s.measured or not m else
-                                -above_peak_log_ratio(s, precision)
+                                -above_peak_log_ratio(s)
                                 for s, m in zip(specs, matrix)], float)[:, None],
         attention_peak_tflops=(np.array([attention_peak_tflops(s, precision) for s in specs],
                                         float)[:, None] if precision == "fp4" else None),

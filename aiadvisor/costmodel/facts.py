@@ -116,33 +116,38 @@ def _published_fraction(spec: HardwareSpec, precision: str) -> tuple[float, str]
     if mamf is not None and spec.bf16_tflops:
         fraction = mamf / spec.bf16_tflops
         return fraction, f"{fraction:.0%} of its BF16 peak; MAMF table"
-    quick = QUICK_MATMUL_TFLOPS.get(spec.name)
-    peak = None if quick is None else getattr(spec, f"{quick[1]}_tflops")
-    if quick is None or not peak:
+    measured = _quick_fraction(spec)
+    if measured is None:
         return None
-    measured = quick[0] / peak
-    label = f"{measured:.0%} of its {quick[1].upper()} peak in a quick torch.mm benchmark table"
+    column = QUICK_MATMUL_TFLOPS[spec.name][1].upper()
+    label = f"{measured:.0%} of its {column} peak in a quick torch.mm benchmark table"
     if measured > 1:
         label += " (boosting above its rated clock)"
     # On the MAMF footing: the quick benchmark reads a little under MAMF on the same GPUs.
     return measured * REFERENCE_FRACTION / QUICK_REFERENCE_FRACTION, label
 
 
-def above_peak_log_ratio(spec: HardwareSpec, precision: str = "bf16") -> float:
+def _quick_fraction(spec: HardwareSpec) -> float | None:
+    """The quick table's best rate over the rated peak it is a share of, where the device has
+    a quick figure and no MAMF one (else None)."""
+    quick = QUICK_MATMUL_TFLOPS.get(spec.name)
+    peak = None if quick is None else getattr(spec, f"{quick[1]}_tflops")
+    if quick is None or not peak or spec.name in MAMF_BF16_TFLOPS:
+        return None
+    return quick[0] / peak
+
+
+def above_peak_log_ratio(spec: HardwareSpec) -> float:
     """``log(best published rate / rated peak)`` where a published rate exceeds the rated
-    peak (a GeForce card past its rated boost clock), else 0.
+    peak (a GeForce card past its rated boost clock), else 0. A clock speed-up: the same in
+    every precision the card's tensor cores run.
 
     >>> from aiadvisor.hardware import get
     >>> round(math.exp(above_peak_log_ratio(get("RTX 5090"))), 3)   # 239.11 / 209.5
     1.141
     """
-    if precision in FP8_TABLE_PRECISIONS and spec.name in MAMF_FP8_TFLOPS:
-        return 0.0
-    quick = QUICK_MATMUL_TFLOPS.get(spec.name)
-    peak = None if quick is None else getattr(spec, f"{quick[1]}_tflops")
-    if quick is None or not peak or spec.name in MAMF_BF16_TFLOPS:
-        return 0.0
-    return max(math.log(quick[0] / peak), 0.0)
+    measured = _quick_fraction(spec)
+    return 0.0 if measured is None else max(math.log(measured), 0.0)
 
 
 def matmul_log_adjustment(spec: HardwareSpec, precision: str = "bf16") -> float:
