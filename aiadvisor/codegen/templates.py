@@ -449,8 +449,9 @@ if $v_dp > 1:
     for block in blocks:
         fully_shard(block, mesh=mesh["dp"])
     fully_shard($model, mesh=mesh["dp"])
-# After training: `del mesh`, then torch.distributed.destroy_process_group(). A mesh left to
-# the interpreter's shutdown can abort the process there (gloo: "terminate called ...").
+# After training: torch.distributed.barrier(), then `del $model, mesh` and gc.collect(), then
+# torch.distributed.destroy_process_group(). Sharded parameters and a mesh left to the
+# interpreter's shutdown can abort the process there (gloo: "terminate called ...").
 '''
 
 EXPERT_PARALLEL = '''\
