@@ -18,6 +18,8 @@ __all__ = [
     "UnknownHardwareError",
     "HardwareCatalogError",
     "UnsupportedPrecisionError",
+    "UnsupportedWorkloadError",
+    "MissingHardwareFigureError",
     "UnknownFabricError",
     "InvalidFabricError",
     "NodeLayoutError",
@@ -65,6 +67,16 @@ class HardwareCatalogError(AIAdvisorError, ValueError):
 
 class UnsupportedPrecisionError(AIAdvisorError, ValueError):
     """A device cannot run a precision; the message suggests the nearest supported one."""
+
+
+class UnsupportedWorkloadError(AIAdvisorError, ValueError):
+    """A device cannot run the step at all (training on an inference-only accelerator); the
+    message names the mode to use or the devices that can."""
+
+
+class MissingHardwareFigureError(AIAdvisorError, ValueError):
+    """A figure the prediction needs (memory bandwidth) is blank in the device's spec; the
+    message says how to supply it."""
 
 
 class UnknownFabricError(AIAdvisorError, KeyError):

@@ -186,6 +186,10 @@ class HardwareSpec:
     segment: str | None = None
     """Who buys it: datacenter, workstation, consumer or edge (a buyer's filter; ``kind`` says
     what the chip is)."""
+    inference_only: bool = False
+    """The vendor's software runs inference only on it (AWS Inferentia2: torch-neuronx trains
+    on Trainium; Qualcomm Cloud AI 100; on-device NPUs): a training step is not priced there
+    (catalog column ``inference_only``, its source in ``notes``)."""
     graph_replay: bool = False
     """A what-if, never a catalog column: the step is replayed from a captured CUDA graph
     (``torch.compile(mode="reduce-overhead")``), so eager PyTorch's host work no longer bounds

@@ -69,6 +69,46 @@ def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
     return resolve(hardware)
 
 
+def unpriced_reason(spec: HardwareSpec, mode: str) -> str | None:
+    """Why a ``mode`` step cannot be priced on ``spec`` at all (None: it can): training on an
+    inference-only device, or a device whose memory bandwidth no source publishes (every op's
+    memory time needs it; the catalog leaves it blank rather than guess). Rankings and tables
+    leave such a device unpriced with this reason; :func:`predict` raises with it.
+
+    >>> from aiadvisor.hardware import get
+    >>> unpriced_reason(get("Inferentia2"), "train")
+    "inference-only device (its vendor's software does not train on it)"
+    >>> unpriced_reason(get("Inferentia2"), "infer") is None
+    True
+    >>> unpriced_reason(get("Ascend 910C"), "infer")
+    'no published memory bandwidth'
+    """
+    if mode == "train" and spec.inference_only:
+        return "inference-only device (its vendor's software does not train on it)"
+    if not spec.memory_bw_gbs:
+        return "no published memory bandwidth"
+    return None
+
+
+def check_priceable(spec: HardwareSpec, mode: str) -> None:
+    """Raise when :func:`unpriced_reason` gives a reason, saying what to do instead."""
+    from ..errors import MissingHardwareFigureError, UnsupportedWorkloadError
+
+    if mode == "train" and spec.inference_only:
+        raise UnsupportedWorkloadError(
+            f"mode='train' cannot be priced on {spec.name!r}: it is an inference-only device "
+            "(its vendor's software runs inference only on it; the catalog's notes give the "
+            "source). Use mode='infer' for it, or a training device (hardware=None ranks the "
+            "catalog's).")
+    if not spec.memory_bw_gbs:
+        raise MissingHardwareFigureError(
+            f"{spec.name!r} cannot be priced: its spec has no memory bandwidth (the catalog "
+            "leaves a figure blank when no primary source publishes it, rather than guess), and "
+            "every op's memory time needs one. On the device itself, hardware='local' measures "
+            "it; elsewhere pass a HardwareSpec with the figure you trust "
+            "(dataclasses.replace(spec, memory_bw_gbs=...)).")
+
+
 def _check_profile(prof: ModelProfile) -> None:
     if not isinstance(prof, ModelProfile):
         raise InvalidArgumentError(
@@ -299,7 +339,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     Raises
     ------
     UnknownHardwareError, InvalidArgumentError, UnsupportedPrecisionError, UnknownFabricError,
-    InvalidFabricError, NodeLayoutError
+    InvalidFabricError, NodeLayoutError, UnsupportedWorkloadError (training on an
+    inference-only device), MissingHardwareFigureError (no memory bandwidth in the spec)
 
     Examples
     --------
@@ -314,6 +355,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     spec = resolve_hardware(hardware)
     check_precision(spec, precision)
     check_mode(prof.mode, precision)
+    check_priceable(spec, prof.mode)
     model = model or load_model()
     network = _network(spec, fabric, node_size, parallel.num_devices)
     parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network)
@@ -525,7 +567,8 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
         One row per (device, precision) the device supports: ``hardware, vendor, kind,
         precision, num_devices, step_time_s, low_s, high_s, throughput, bound, confidence,
         compute_s, memory_s, communication_s, overhead_s, mfu, fabric`` (the scale-out fabric
-        assumed). Unsupported pairs are left out.
+        assumed). Unsupported pairs are left out, and so are devices :func:`unpriced_reason`
+        names (training on an inference-only device, no published memory bandwidth).
     """
     import pandas as pd
 
@@ -545,7 +588,9 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
             check_choice("precision", p, PRECISIONS)
         check_mode(prof.mode, p)
     model = model or load_model()
-    specs = list(specs)
+    specs = [s for s in specs if unpriced_reason(s, prof.mode) is None]
+    if not specs:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
     networks = [_network(s, fabric, node_size, parallel.num_devices) for s in specs]
     cols = SpecColumns.of(specs)
     parts = [_table_for_precision(prof, specs, cols, p, parallel, model, networks)

@@ -71,7 +71,11 @@ COLUMNS = (
     "name", "vendor", "kind", "segment", "year", "memory_gb", "memory_bw_gbs", *FIGURE_COLUMNS,
     "tdp_w", "interconnect", "interconnect_bw_gbs", "usd_per_hour", "usd_purchase", "price_kind",
     "price_source", "price_date", "launch_overhead_us", "source", "notes", "aliases",
+    "inference_only",
 )
+#: ``inference_only`` cells: ``yes`` where the vendor's software runs inference only on the
+#: device (no training step is priced there), blank or ``no`` otherwise.
+YES_NO = {"yes": True, "no": False}
 
 _YEAR_RANGE = (1990, 2100)
 
@@ -170,6 +174,12 @@ def _parse_row(raw: dict[str, str], *, source: str, line: int) -> dict[str, Any]
                 _fail(source, line, name, column, text,
                       f"is not valid: expected one of {', '.join(PRICE_KINDS)}.")
             row[column] = text.lower()
+        elif column == "inference_only":
+            if text.lower() not in YES_NO:
+                _fail(source, line, name, column, text,
+                      "is not valid: expected yes (the vendor's software runs inference only "
+                      "on it), no, or a blank cell.")
+            row[column] = YES_NO[text.lower()]
         elif column in ("kind", "segment"):
             choices = KINDS if column == "kind" else SEGMENTS
             if text.lower() not in choices:
@@ -270,6 +280,7 @@ def _to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["year"] = frame["year"].astype("Int64")
     for column in ("name", *TEXT_COLUMNS):
         frame[column] = frame[column].fillna("").astype(object)
+    frame["inference_only"] = frame["inference_only"].eq(True)
     return frame
 
 
@@ -466,7 +477,8 @@ def row_to_spec(row: Any) -> HardwareSpec:
         segment=str(_clean(get("segment", None)) or "") or None,
         year=None if year is None else int(year), interconnect=interconnect,
         source=str(_clean(get("source", None)) or ""), notes=str(_clean(get("notes", None)) or ""),
-        aliases=aliases, **price, **values,
+        aliases=aliases, inference_only=bool(_clean(get("inference_only", None)) or False),
+        **price, **values,
     )
 
 

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..costmodel.api import unpriced_reason
 from ..errors import AIAdvisorError
 from ..hardware.pricing import PriceRule
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
@@ -248,6 +249,10 @@ def _choose(prof, spec, requested, num_devices, memory, price: PriceRule) -> _Ch
                price_basis=quote.text if quote is not None else "no price in the catalog",
                pareto=False, confidence="", notes="")
     choice = _Choice(spec=spec, row=row)
+    unpriced = unpriced_reason(spec, prof.mode)
+    if unpriced is not None:
+        choice.notes.append(f"{unpriced}: not priced")
+        return choice
     if requested is None:
         precision = best_precision(spec, mode=prof.mode)
         if precision is None:

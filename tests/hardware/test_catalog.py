@@ -545,3 +545,27 @@ def test_serving_gaps_are_dense_figures_worked_from_sm_count_and_clock(rows):
     for name in ("NVIDIA A10G", "Apple M2 Max (38-core GPU)", "Apple M3 Max (40-core GPU)",
                  "Apple M4 Max (40-core GPU)"):
         assert math.isnan(rows.loc[name, "fp16_tflops"]), name
+
+
+def test_inference_only_devices_are_marked_with_their_source(tmp_path):
+    # The vendor's software runs inference only on these: AWS's Neuron docs list torch-neuronx
+    # "for training on Trn1 and Trn2" and "for inference on Inf2, Trn1, and Trn2"; Qualcomm's
+    # Cloud AI 100 cards and the on-device NPUs are inference targets.
+    table = catalog()
+    marked = set(table.loc[table["inference_only"], "name"])
+    assert marked == {
+        "AWS Inferentia2", "Qualcomm Cloud AI 100 Standard", "Qualcomm Cloud AI 100 Pro",
+        "Qualcomm Cloud AI 100 Ultra", "Apple M4 Neural Engine",
+        "Qualcomm Snapdragon X Elite NPU", "Google Coral USB Accelerator",
+        "Raspberry Pi AI HAT+ 26 TOPS"}
+    assert get("Inferentia2").inference_only and "for training on Trn1 and Trn2" in \
+        get("Inferentia2").notes
+    assert not get("AWS Trainium").inference_only and not get("H100 SXM").inference_only
+    # A user CSV may mark its own rows (yes/no, any case) and a bad cell names the choices.
+    spec = get("Acme Infer 1", catalog=_csv(tmp_path, "name,kind,inference_only\n"
+                                                      "Acme Infer 1,npu,Yes\n"))
+    assert spec.inference_only
+    with pytest.raises(HardwareCatalogError) as info:
+        catalog(_csv(tmp_path, "name,inference_only\nX,maybe\n"))
+    assert "column 'inference_only'" in str(info.value) and "'maybe'" in str(info.value)
+    assert "expected yes" in str(info.value)

@@ -70,9 +70,9 @@ def test_the_optimizer_step_is_kept_once_per_step():
 
 #: The local CPU as ``aa.hardware.detect()`` builds it without a benchmark on the 2-core
 #: development machine (what the default-argument dashboard advises for): estimated FP32 peak,
-#: no memory bandwidth, 25 GB of RAM.
+#: estimated bandwidth (2 cores x ``CPU_BW_PER_CORE_GBS`` = 30 GB/s), 25 GB of RAM.
 UNBENCHMARKED_CPU = dataclasses.replace(CPU, name="local CPU (unbenchmarked)",
-                                        fp32_tflops=0.3328, memory_bw_gbs=None,
+                                        fp32_tflops=0.3328, memory_bw_gbs=2 * 15.0,
                                         memory_gb=25_276_203_008 / 1024**3)
 
 
@@ -87,9 +87,14 @@ def test_training_the_dashboard_mlp_on_a_cpu_offers_a_larger_batch():
     recs = {r.id: r for r in report.recommendations}
     assert "larger_batch" in recs
     assert 1.1 <= recs["larger_batch"].predicted_speedup < 7.2
-    # Inference has no optimizer step: only the per-op overhead is amortised, below the bar.
+    # Inference has no optimizer step, but each call's per-op overhead is amortised: measured
+    # on the development CPU (2026-12-06, median of 7 x 200 calls), batch 256 ran 1.42x the
+    # samples/s of batch 32 (64: 1.19x, 128: 1.34x, 512: 1.46x). The serving-style offer
+    # (256 per call) must be made and its predicted gain stay within 40 % of that.
     infer = aa.advise(model, torch.randn(32, 256), mode="infer", hardware=UNBENCHMARKED_CPU)
-    assert "larger_batch" not in {r.id for r in infer.recommendations}
+    offer = {r.id: r for r in infer.recommendations}["larger_batch"]
+    assert "256 requests per call" in offer.title
+    assert 1.42 / 1.4 <= offer.predicted_speedup <= 1.42 * 1.4
 
 
 def test_weight_cast_share_by_hand():
