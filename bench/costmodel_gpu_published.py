@@ -57,6 +57,13 @@ that every layer adds to its scores (``HuggingFaceEncoder`` in FasterTransformer
 ``examples/pytorch/bert/utils/encoder.py``); the bench's encoder had run without one. With the
 mask, held-out inference at batch > 8 went 21.9 -> 19.1 % (inside P10-P90 59 -> 76 %); at
 batch <= 8, where those rows are host-bound, 15 more kernels a step moved it 32.6 -> 35.4 %.
+In the same session, inference of an FP32-stored model under autocast (the AMP rows) took the
+FP32 islands CUDA autocast runs (softmax, norms: ``costmodel.ops.autocast_islands``, from
+PyTorch's autocast op lists, no constant fitted). It moves only tune rows (no held-out row is
+autocast inference): transformer-deploy's MiniLM/RoBERTa rows -60..-39 % -> -31..-22 %, timm's
+ViT rows -7/-8 % -> +13/+19 %; tune inference at batch > 8 21.7 -> 16.4 %. The first version
+also upcast batch norm, as the training byte rule does; timm's ResNet rows then read +87 %, and
+CUDA autocast's list has no batch norm (cuDNN runs it in the input's dtype), so it was removed.
 
 Usage: ``python bench/costmodel_gpu_published.py [--quiet] [--no-summary]`` (under a minute on
 two cores: 30-odd traces on the meta device).

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
-from ..units import PRECISIONS
+from ..units import PRECISIONS, fmt_bytes
 from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
 from .facts import (
@@ -22,7 +22,14 @@ from .facts import (
 )
 from .local import LocalCalibration
 from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
-from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
+from .ops import (
+    NF4_DEQUANT_BYTES,
+    OpArrays,
+    autocast_islands,
+    autocast_upcasts,
+    nf4_dequantizes,
+    op_arrays,
+)
 from .precision import (
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
@@ -239,7 +246,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     return level, notes
 
 
-def _parts(prof, spec, precision, parallel, model, network
+def _parts(prof, spec, precision, parallel, model, network, autocast: bool = True
            ) -> tuple[StepParts, bool, str | None]:
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
@@ -257,7 +264,8 @@ def _parts(prof, spec, precision, parallel, model, network
     fused = _backend(prof, spec, precision) not in ("none", "as traced")
     parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
-                       curves=[cal] if cal else None, networks=[network], host_costs=host)
+                       curves=[cal] if cal else None, networks=[network], host_costs=host,
+                       autocast=autocast)
     return parts, cal is not None, note
 
 
@@ -294,7 +302,8 @@ def _conversion_note(prof: ModelProfile, precision: str) -> str | None:
 def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str = "bf16",
             num_devices: int = 1, parallel: ParallelConfig | None = None,
             model: EfficiencyModel | None = None, fabric: str | dict | Network | None = None,
-            node_size: int | None = None, correction: bool = True) -> Prediction:
+            node_size: int | None = None, correction: bool = True,
+            autocast: bool = True) -> Prediction:
     """Predict the time of one step of ``prof`` on ``num_devices`` of ``hardware``.
 
     Parameters
@@ -328,6 +337,13 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         correction`; the notes say by how much and from how many). No records, no correction;
         ``False`` or ``$AIADVISOR_MEASURED_CORRECTION=0`` turns it off. Generation
         predictions (prefill + decode) are not corrected.
+    autocast : bool
+        Inference of a model stored in FP32 at ``bf16``/``fp16`` runs as the recommended code
+        runs it: weights converted once, the forward under ``torch.autocast``, which on
+        NVIDIA/AMD GPUs runs softmax, norms and losses in FP32 with a cast kernel on each side
+        (:func:`aiadvisor.costmodel.ops.autocast_islands`; the notes say so). ``False``
+        prices plain 16-bit inference (``model.to(dtype)`` without autocast), as serving
+        engines and a model stored in 16 bit run it.
 
     Returns
     -------
@@ -358,7 +374,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     check_priceable(spec, prof.mode)
     model = model or load_model()
     network = _network(spec, fabric, node_size, parallel.num_devices)
-    parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network)
+    parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network,
+                                               autocast=autocast)
     w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
     if calibration_note and not measured:
@@ -389,6 +406,16 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
                      "GEMM (matmul_4bit -> dequantize_4bit + linear): one more kernel per linear "
                      f"layer, {NF4_DEQUANT_BYTES:.2f} bytes a weight moved, and the GEMM reads "
                      "16-bit weights. Only a one-token call runs the fused 4-bit GEMV.")
+    fused = _backend(prof, spec, precision) not in ("none", "as traced")
+    islands = autocast_islands(prof, _ops(prof, fused=fused), precision) if autocast \
+        else (0.0, 0.0)
+    if islands[1] > 0 and autocast_upcasts(spec):
+        notes.append(f"Priced as the recommended code runs it: {precision} weights under "
+                     "torch.autocast, which runs softmax, norms and losses in fp32 with a cast "
+                     f"kernel on each side ({islands[1]:.0f} more kernels and "
+                     f"{fmt_bytes(islands[0])} more traffic a step, whole batch); autocast=False "
+                     f"prices plain "
+                     f"{precision} (model.to(dtype) without autocast).")
     pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
     return _corrected(pred, spec) if correction and spec.measured else pred
 
@@ -536,7 +563,8 @@ def step_time(prof: ModelProfile, spec: HardwareSpec, precision: str,
 def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = None,
                   precisions: Sequence[str] | None = None, num_devices: int = 1,
                   parallel: ParallelConfig | None = None, model: EfficiencyModel | None = None,
-                  fabric: str | dict | None = None, node_size: int | None = None):
+                  fabric: str | dict | None = None, node_size: int | None = None,
+                  autocast: bool = True):
     """Predict every device x precision at once (vectorised), as a pandas DataFrame.
 
     The same numbers as :func:`predict` for each row (but no notes): one call instead of one
@@ -560,6 +588,8 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
     fabric, node_size : optional
         The network between nodes, for every row, as in :func:`predict` (default: each
         device's usual build).
+    autocast : bool
+        As in :func:`predict`.
 
     Returns
     -------
@@ -593,7 +623,8 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
         return pd.DataFrame(columns=TABLE_COLUMNS)
     networks = [_network(s, fabric, node_size, parallel.num_devices) for s in specs]
     cols = SpecColumns.of(specs)
-    parts = [_table_for_precision(prof, specs, cols, p, parallel, model, networks)
+    parts = [_table_for_precision(prof, specs, cols, p, parallel, model, networks,
+                                  autocast=autocast)
              for p in precisions]
     parts = [p for p in parts if p is not None]
     if not parts:
@@ -607,7 +638,8 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
                  "communication_s", "overhead_s", "mfu", "fabric", "host_s", "host_bound"]
 
 
-def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -> StepParts:
+def _table_parts(prof, specs, precision, parallel, devs, model, networks=None,
+                 autocast: bool = True) -> StepParts:
     """Step parts of every device; devices that run SDPA as a fused kernel get the fused op
     arrays (:mod:`.attention`), the others the traced ones."""
     fused = np.array([_backend(prof, s, precision) not in ("none", "as traced") for s in specs])
@@ -616,14 +648,15 @@ def _table_parts(prof, specs, precision, parallel, devs, model, networks=None) -
     if fused.all() or not fused.any():
         return step_parts(prof, _ops(prof, fused=bool(fused.any())), precision, parallel, devs,
                           model, measured_precision=measured, networks=networks,
-                          host_costs=hosts)
+                          host_costs=hosts, autocast=autocast)
     out = None
     for flag in (True, False):
         idx = np.flatnonzero(fused == flag)
         sub = step_parts(prof, _ops(prof, fused=flag), precision, parallel,
                          _device_subset(devs, idx), model, measured_precision=measured,
                          networks=None if networks is None else [networks[i] for i in idx],
-                         host_costs=None if hosts is None else [hosts[i] for i in idx])
+                         host_costs=None if hosts is None else [hosts[i] for i in idx],
+                         autocast=autocast)
         if out is None:
             shape = (sub.compute_s.shape[0], len(specs))
             out = StepParts(*(np.zeros(shape) for _ in range(4)), notes=[],
@@ -662,8 +695,8 @@ def _device_subset(devs, idx):
     return type(devs)(**values)
 
 
-def _table_for_precision(prof, specs, cols, precision, parallel, model, networks=None
-                         ) -> dict | None:
+def _table_for_precision(prof, specs, cols, precision, parallel, model, networks=None, *,
+                         autocast: bool = True) -> dict | None:
     """Columns of :func:`predict_table` for one precision (numpy arrays), None if no spec
     supports it."""
     keep = np.array([bool(gemm_peak_tflops(s, precision)) for s in specs])
@@ -676,7 +709,8 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
         networks = [n for n, k in zip(networks, keep) if k]
     cols = SpecColumns(**{f: getattr(cols, f)[keep] for f in cols.__dataclass_fields__})
     devs = device_arrays(specs, precision, model, cols)
-    parts = _table_parts(prof, specs, precision, parallel, devs, model, networks=networks)
+    parts = _table_parts(prof, specs, precision, parallel, devs, model, networks=networks,
+                         autocast=autocast)
     total = parts.total_s
     step = total[1]
     breakdown = np.stack([parts.compute_s[1], parts.memory_s[1], parts.communication_s[1],

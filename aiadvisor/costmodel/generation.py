@@ -351,8 +351,10 @@ def _predict(prof: ModelProfile, spec: HardwareSpec, precision: str, tp: int,
              model: EfficiencyModel) -> _Step:
     # No measured correction: aa.verify records whole training/inference steps, and decode
     # steps (priced without predict) would not get it, so prefill alone would be rescaled.
+    # No autocast: engines and transformers' generate run the weights as loaded, in 16 bit.
     return _Step.of(predict(prof, hardware=spec, precision=precision, num_devices=tp,
-                            parallel=_parallel(tp), model=model, correction=False))
+                            parallel=_parallel(tp), model=model, correction=False,
+                            autocast=False))
 
 
 def check_request(gp: GenerationProfile, *, prompt_len, output_len, batch_size) -> tuple:
@@ -474,7 +476,7 @@ def generation_table(gp: GenerationProfile, specs: list[HardwareSpec], *, num_de
             for table, prof in zip(tables, profs):
                 # The vectorised core of predict_table, without building a DataFrame per batch.
                 t = _table_for_precision(prof, sub, SpecColumns.of(sub), weight_precision,
-                                         parallel, model)
+                                         parallel, model, autocast=False)
                 table.update({name: _Step(
                     float(t["low_s"][i]), float(t["step_time_s"][i]), float(t["high_s"][i]),
                     float(t["compute_s"][i]), float(t["memory_s"][i]),

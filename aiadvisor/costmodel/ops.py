@@ -283,6 +283,67 @@ def amp_cast_bytes(prof: ModelProfile, ops: OpArrays, precision: str) -> float:
     return AMP_CAST_FACTOR * float(ops.bytes_read[fwd].sum())
 
 
+#: Precisions whose recommended inference code is 16-bit weights under ``torch.autocast``
+#: (the ``autocast_infer`` snippet): the ones :func:`autocast_islands` prices.
+AUTOCAST_INFER_PRECISIONS = ("bf16", "fp16")
+#: Name of the appended op for the autocast islands' extra traffic and cast kernels.
+AUTOCAST_ISLAND_OP = "amp.island"
+#: Traced forward ops that CUDA autocast runs in FP32 (its ``fp32`` cast policy in
+#: ``aten/src/ATen/autocast_mode.cpp``: ``softmax``, ``log_softmax``, ``layer_norm``,
+#: ``group_norm``, ``nll_loss``, ``mse_loss``, ``norm``, ``linalg_vector_norm``). Batch norm is
+#: not on that list (cuDNN runs it in the input's dtype), unlike :data:`AUTOCAST_FP32_OPS`'s
+#: training byte rule.
+AUTOCAST_ISLAND_OPS = frozenset({
+    "aten.native_layer_norm", "aten.layer_norm", "aten.native_group_norm", "aten._softmax",
+    "aten._safe_softmax", "aten._log_softmax", "aten.nll_loss_forward", "aten.mse_loss",
+    "aten.norm", "aten.linalg_vector_norm",
+})
+
+
+def autocast_islands(prof: ModelProfile, ops: OpArrays, precision: str) -> tuple[float, float]:
+    """(bytes, kernel calls) per step that CUDA autocast adds to an inference step of a model
+    stored in FP32 run as the recommended code runs it: weights converted to 16 bit once, the
+    forward under ``torch.autocast``. Autocast's FP32 list (``softmax``, ``log_softmax``,
+    ``layer_norm``, ``group_norm``, the losses, ``norm``: ``aten/src/ATen/autocast_mode.cpp``,
+    the CUDA kernels) casts each such op's 16-bit input up to FP32 (a kernel: 2 bytes read, 4
+    written an element), runs it in FP32 (4 + 4 instead of 2 + 2) and the 16-bit op after it
+    casts its output back (4 read, 2 written): 20 bytes an element instead of 4, two kernels
+    more per call (:data:`AUTOCAST_ISLAND_OPS`). Returned as the bytes beyond the 16-bit op's
+    own (``8 / traced element size`` times its traced bytes) and two calls per op call; zero
+    for a model stored in 16 bit (it runs as stored: ``model.half()`` without autocast), for
+    training (priced by :func:`amp_cast_bytes`) and for other precisions. CPU autocast keeps
+    these ops in the lower precision, so only CUDA/ROCm devices pay them
+    (:func:`autocast_upcasts`).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> prof = SimpleNamespace(mode="infer", param_dtype="float32")
+    >>> ops = SimpleNamespace(name=np.array(["aten._softmax", "aten.native_batch_norm"]),
+    ...                       phase=np.array(["forward", "forward"]),
+    ...                       bytes_total=np.array([8e6, 4e6]), count=np.array([3.0, 5.0]),
+    ...                       trace_bytes_per_element=np.array([4.0, 4.0]))
+    >>> autocast_islands(prof, ops, "bf16")   # 1e6 elements in and out: 16 MB more, 6 kernels
+    (16000000.0, 6.0)
+    """
+    if prof.mode != "infer" or precision not in AUTOCAST_INFER_PRECISIONS \
+            or DTYPE_BYTES.get(prof.param_dtype, 4.0) < 4.0:
+        return 0.0, 0.0
+    named = np.array([base_op(str(n)) in AUTOCAST_ISLAND_OPS for n in ops.name], dtype=bool)
+    islands = named & (ops.phase == "forward") & (ops.trace_bytes_per_element > 0)
+    if not islands.any():
+        return 0.0, 0.0
+    traced = ops.trace_bytes_per_element[islands]
+    return (float((ops.bytes_total[islands] * 8.0 / traced).sum()),
+            float(2.0 * ops.count[islands].sum()))
+
+
+def autocast_upcasts(spec) -> bool:
+    """Whether ``torch.autocast`` on ``spec`` runs softmax and norms in FP32: CUDA and ROCm
+    GPUs (NVIDIA's and AMD's, Jetson boards included). CPU autocast keeps them in bf16/fp16;
+    other backends' lists are not modelled (no islands)."""
+    return spec.kind in ("gpu", "edge") and spec.vendor in ("NVIDIA", "AMD")
+
+
 @dataclass(frozen=True)
 class DeviceWork:
     """One device's op work after a parallel split: per-call sizes, call counts and flags."""
@@ -307,8 +368,8 @@ class DeviceWork:
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
-                parallel: ParallelConfig, *, dequant_bytes_per_weight: float = 0.0
-                ) -> DeviceWork:
+                parallel: ParallelConfig, *, dequant_bytes_per_weight: float = 0.0,
+                islands: tuple[float, float] = (0.0, 0.0)) -> DeviceWork:
     """Split the step's ops over ``parallel``'s devices (one device's share).
 
     Forward and backward work is split over data parallel ranks (batch), tensor parallel ranks
@@ -321,7 +382,8 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
     backward memory op. ``dequant_bytes_per_weight`` > 0 appends a dequantisation before each
     forward GEMM that has a weight (:func:`nf4_dequantizes`), the output module after the
     repeated blocks excepted: that many bytes per weight element of the call, one kernel per
-    call.
+    call. ``islands`` (bytes, calls: :func:`autocast_islands`) is appended as one forward
+    memory op, :data:`AUTOCAST_ISLAND_OP`.
     """
     dp, tp, pp = parallel.dp_degree, parallel.tp_degree, parallel.pp_degree
     micro = parallel.num_microbatches * parallel.grad_accum_steps
@@ -356,16 +418,20 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
             total = float((weight_pc[weighted] * count[weighted]).sum())
             appended.append((NF4_DEQUANT_OP, total * dequant_bytes_per_weight / calls, calls,
                              "forward"))
+    if islands[1] > 0:
+        appended.append((AUTOCAST_ISLAND_OP, islands[0] / islands[1] / (dp * tp * micro),
+                         islands[1] * micro / pp, "forward"))
     accum_bytes, accum_calls = grad_accumulation(prof, ops, parallel)
     if accum_calls > 0:
         appended.append(("grad.accumulate", accum_bytes / accum_calls, accum_calls, "backward"))
     for op_name, per_call, calls, op_phase in appended:
         flops_pc = np.append(flops_pc, 0.0)
         bytes_pc = np.append(bytes_pc, per_call)
-        # A cast reads 4 bytes an element and writes 2 (or the reverse): a third is written.
-        # A dequantisation writes 2 of its NF4_DEQUANT_BYTES per weight. Accumulating into
-        # .grad writes in place.
+        # A cast reads 4 bytes an element and writes 2 (or the reverse): a third is written;
+        # the islands' casts and FP32 outputs write half of their bytes. A dequantisation
+        # writes 2 of its NF4_DEQUANT_BYTES per weight. Accumulating into .grad writes in place.
         written_pc = np.append(written_pc, per_call / 3 if op_name == "amp.cast" else
+                               per_call / 2 if op_name == AUTOCAST_ISLAND_OP else
                                per_call * 2.0 / NF4_DEQUANT_BYTES if op_name == NF4_DEQUANT_OP
                                else 0.0)
         weight_pc = np.append(weight_pc, 0.0)

@@ -7,7 +7,7 @@ learned slow-down), D devices, N op records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,10 +27,13 @@ from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
 from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import (
+    AUTOCAST_ISLAND_OP,
     NF4_DEQUANT_BYTES,
     DeviceWork,
     OpArrays,
     amp_cast_bytes,
+    autocast_islands,
+    autocast_upcasts,
     byte_factors,
     device_work,
     nf4_dequantizes,
@@ -415,7 +418,7 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
 REFILL_MIN_BYTES = 2**20
 #: Records :func:`~aiadvisor.costmodel.ops.device_work` appends after the traced ones (no
 #: place in the trace order).
-APPENDED_OPS = ("amp.cast", "grad.accumulate")
+APPENDED_OPS = ("amp.cast", "grad.accumulate", AUTOCAST_ISLAND_OP)
 #: (P10, P50, P90) multiples of the cache refill (:func:`_cpu_refill`): the least certain
 #: host term. A whole decoder block paid 1.3-1.5 x the refill of the timed small-op block
 #: after the same stream (86-91 vs 60-66 us at 16-32 MiB, development CPU), and the square
@@ -728,25 +731,38 @@ def _stage_imbalance(prof: ModelProfile, ops: OpArrays, parts: dict, mult: np.nd
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
                curves=None, networks: list[Network] | None = None,
-               host_costs=None) -> StepParts:
+               host_costs=None, autocast: bool = True) -> StepParts:
     """All components of one step on each device (per device, seconds, shape (Q, D)).
 
     ``networks`` (one per device) gives the cluster for hierarchical collectives; without
     it the flat fitted inter-node figure of the old model applies (benchmarks compare it).
     ``host_costs``: per device, the measured :class:`~aiadvisor.hardware.host.HostCosts` of a
-    benchmarked CPU, or None."""
+    benchmarked CPU, or None. ``autocast``: an FP32-stored model's 16-bit inference runs under
+    ``torch.autocast`` (its FP32 islands on CUDA/ROCm devices, :func:`~.ops.autocast_islands`);
+    False prices plain 16-bit weights and activations (``model.to(dtype)``, serving engines)."""
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
+    islands = autocast_islands(prof, ops, precision) if autocast else (0.0, 0.0)
     work = device_work(prof, ops, factors, amp_cast_bytes(prof, ops, precision), parallel,
                        dequant_bytes_per_weight=NF4_DEQUANT_BYTES
-                       if nf4_dequantizes(prof, precision) else 0.0)
+                       if nf4_dequantizes(prof, precision) else 0.0, islands=islands)
     parts = op_times(work, devs, model, measured_precision=measured_precision, curves=curves,
                      op_dtypes=_op_dtypes(ops, factors, precision, len(work.count))
                      if curves else None)
+    island = work.name == AUTOCAST_ISLAND_OP
+    if island.any():
+        # Only CUDA/ROCm autocast runs the islands: the other devices run none of it.
+        skip = ~np.array([autocast_upcasts(s) for s in devs.specs], dtype=bool)
+        for k in parts:
+            parts[k][:, skip[:, None] & island[None, :]] = 0.0
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())
     counts = host_counts(prof, work)
+    if island.any():
+        # Autocast launches its casts from C++ inside the dispatcher, not from Python: no
+        # eager per-op host cost (their device-side launch gaps are in the op times).
+        counts = replace(counts, forward_ops=counts.forward_ops - float(work.count[island].sum()))
     _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",
                                          np.zeros(len(work.count) - len(ops), bool)]),
