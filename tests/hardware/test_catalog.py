@@ -569,3 +569,19 @@ def test_inference_only_devices_are_marked_with_their_source(tmp_path):
         catalog(_csv(tmp_path, "name,inference_only\nX,maybe\n"))
     assert "column 'inference_only'" in str(info.value) and "'maybe'" in str(info.value)
     assert "expected yes" in str(info.value)
+
+
+def test_student_geforce_rows_are_dense_fp32_accumulate_rates_from_sms_and_clock():
+    # GeForce Ada/Ampere tensor cores: 512 FP16 FLOP/clk/SM with FP32 accumulate (dense; the
+    # RTX 4080/4090/3090 whitepaper figures give it), 2048 INT8 ops/clk/SM.
+    r4070, r3060 = get("RTX 4070"), get("RTX 3060")
+    assert r4070.bf16_tflops == pytest.approx(46 * 512 * 2.475e9 / 1e12, abs=0.05)   # 58.3
+    assert r4070.int8_tops == pytest.approx(46 * 2048 * 2.475e9 / 1e12, abs=0.05)    # 233.2
+    assert r4070.fp8_tflops == pytest.approx(2 * r4070.bf16_tflops, abs=0.05)
+    assert r4070.fp32_tflops == pytest.approx(5888 * 2 * 2.475e9 / 1e12, abs=0.05)   # 29.1
+    assert r4070.memory_bw_gbs == 192 * 21 / 8                                        # 504
+    assert r3060.bf16_tflops == pytest.approx(28 * 512 * 1.777e9 / 1e12, abs=0.05)   # 25.5
+    # NVIDIA's launch "101 tensor-TFLOPs" is sparse with FP16 accumulate: 4x the stored rate.
+    assert 4 * r3060.bf16_tflops == pytest.approx(101.9, abs=0.3)
+    assert r3060.fp8_tflops is None and r3060.memory_bw_gbs == 192 * 15 / 8          # 360
+    assert "DERIVED" in r4070.notes and "DERIVED" in r3060.notes

@@ -95,11 +95,13 @@ def test_budget_filter_keeps_rented_and_amortised_bought_devices():
             "NVIDIA DGX Spark (GB10)"} <= names
     assert not names & {"NVIDIA A100 80GB PCIe", "AWS Trainium2", "NVIDIA B200",
                         "Huawei Ascend 910B"}
-    # 0.135 $/h keeps the RX 7900 XTX (0.129), the M4 Pro Mac mini (0.106) and the M4 Mac mini
-    # (0.046) and drops the RTX 4080 (0.139) and the RTX 3090 (0.167).
+    # 0.135 $/h keeps the RX 7900 XTX (0.129), the M4 Pro Mac mini (0.106), the M4 Mac mini
+    # (0.046), the RTX 4070 (599/13140 + 0.200*0.15 = 0.076) and the RTX 3060 12GB
+    # (329/13140 + 0.170*0.15 = 0.051) and drops the RTX 4080 (0.139) and the RTX 3090 (0.167).
     code, out, _ = _run("--max-usd-per-hour", "0.135", "--kind", "gpu", "--no-detect")
     assert sorted(_names(out)) == ["AMD Radeon RX 7900 XTX", "Apple M4 (10-core GPU)",
-                                   "Apple M4 Pro (20-core GPU)"]
+                                   "Apple M4 Pro (20-core GPU)", "NVIDIA GeForce RTX 3060 12GB",
+                                   "NVIDIA GeForce RTX 4070"]
 
 
 def test_edge_devices_within_a_budget():
@@ -157,12 +159,13 @@ def test_owning_and_amortisation_flags_change_the_budget_filter():
 def test_segment_filter_with_a_budget():
     # Consumer devices within 0.2 $/busy hour (13140 h, 0.15 $/kWh): RX 7900 XTX 0.129, RTX 4080
     # 0.139, RTX 3090 0.167, RTX 4090 0.189, Mac mini M4 0.046 / M4 Pro 0.106, Ryzen 9 7950X
-    # 699/13140 + 0.170*0.15 = 0.079 and 9950X 649/13140 + 0.170*0.15 = 0.075; the RTX 5090
-    # (0.238) is over.
+    # 699/13140 + 0.170*0.15 = 0.079 and 9950X 649/13140 + 0.170*0.15 = 0.075, RTX 4070 0.076,
+    # RTX 3060 12GB 0.051; the RTX 5090 (0.238) is over.
     code, out, _ = _run("--segment", "consumer", "--max-usd-per-hour", "0.2", "--no-detect")
     assert code == 0 and sorted(_names(out)) == sorted([
         "AMD Radeon RX 7900 XTX", "NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 3090",
         "NVIDIA GeForce RTX 4090", "Apple M4 (10-core GPU)", "Apple M4 Pro (20-core GPU)",
-        "AMD Ryzen 9 7950X", "AMD Ryzen 9 9950X"])
+        "AMD Ryzen 9 7950X", "AMD Ryzen 9 9950X", "NVIDIA GeForce RTX 4070",
+        "NVIDIA GeForce RTX 3060 12GB"])
     code, out, err = _run("--segment", "cloud", "--no-detect")
     assert code == 2 and "--segment='cloud' is not valid" in err

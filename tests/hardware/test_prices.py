@@ -150,14 +150,18 @@ def test_filter_catalog_by_kind_and_budget(table):
     # RTX 3090 0.167 and RTX 4090 0.189 (worked in the test above); RTX 4080
     # 1199/13140 + 0.320*0.15 = 0.139; RX 7900 XTX 999/13140 + 0.355*0.15 = 0.129; Mac mini M4
     # 599/13140 = 0.046, M4 Pro 1399/13140 = 0.106 and the 1,999 USD Mac Studios (M1 Max,
-    # M2 Max) 0.152 (Apple publishes no TDP: no power term). Left out: RTX 5090 0.238, the
+    # M2 Max) 0.152 (Apple publishes no TDP: no power term); RTX 4070 599/13140 + 0.200*0.15 =
+    # 0.076, RTX 3060 12GB 329/13140 + 0.170*0.15 = 0.051. Left out: RTX 5090 0.238, the
     # 3,999 USD MacBook Pros 0.304, DGX Spark 0.325. One rental is in: the V100 32GB PCIe from
     # 0.17 $/h on the Akash marketplace; the next cheapest rental is the T4 at 0.59.
     cheap = filter_catalog(table, kind="gpu", max_usd_per_hour=0.2)
     assert sorted(cheap["name"]) == [
         "AMD Radeon RX 7900 XTX", "Apple M1 Max (32-core GPU)", "Apple M2 Max (38-core GPU)",
-        "Apple M4 (10-core GPU)", "Apple M4 Pro (20-core GPU)", "NVIDIA GeForce RTX 3090",
-        "NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 4090", "NVIDIA V100 PCIe 32GB"]
+        "Apple M4 (10-core GPU)", "Apple M4 Pro (20-core GPU)", "NVIDIA GeForce RTX 3060 12GB",
+        "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4070", "NVIDIA GeForce RTX 4080",
+        "NVIDIA GeForce RTX 4090", "NVIDIA V100 PCIe 32GB"]
+    assert cheap.set_index("name").loc["NVIDIA GeForce RTX 3060 12GB", "cost_per_hour"] == \
+        pytest.approx(329 / 13140 + 0.170 * 0.15, abs=1e-6)
     assert cheap.set_index("name").loc["NVIDIA V100 PCIe 32GB", "cost_per_hour"] == 0.17
     assert cheap.set_index("name").loc["NVIDIA GeForce RTX 4080", "cost_per_hour"] == \
         pytest.approx(1199 / 13140 + 0.048, abs=1e-6)
@@ -186,8 +190,8 @@ def test_filter_catalog_rejects_bad_filters(table, kwargs, fragments):
 def test_at_least_90_percent_of_rentable_or_buyable_devices_have_a_price(table):
     # A row without a price either says why no public price exists ("No public price: <why>",
     # e.g. Huawei sells Ascend only at quoted prices) or that none was found in the sources
-    # read; the second kind counts against coverage. 68 of the 72 rows that can be rented or
-    # bought had a sourced price in 2026-12 (94 %): the goal of 90 % is met.
+    # read; the second kind counts against coverage. 70 of the 74 rows that can be rented or
+    # bought had a sourced price in 2026-12 (95 %): the goal of 90 % is met.
     priced = table["usd_per_hour"].notna() | table["usd_purchase"].notna()
     no_public = table["notes"].str.contains("No public price: ", regex=False)
     assert not (priced & no_public).any()
@@ -196,8 +200,8 @@ def test_at_least_90_percent_of_rentable_or_buyable_devices_have_a_price(table):
     for _, row in table[~priced & ~no_public].iterrows():
         assert "No price found" in row["notes"], row["name"]
     rentable_or_buyable = ~no_public
-    assert rentable_or_buyable.sum() == 72
-    assert priced.sum() == 68
+    assert rentable_or_buyable.sum() == 74
+    assert priced.sum() == 70
     assert priced.sum() / rentable_or_buyable.sum() >= 0.9
 
 
