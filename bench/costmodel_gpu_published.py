@@ -64,6 +64,10 @@ autocast inference): transformer-deploy's MiniLM/RoBERTa rows -60..-39 % -> -31.
 ViT rows -7/-8 % -> +13/+19 %; tune inference at batch > 8 21.7 -> 16.4 %. The first version
 also upcast batch norm, as the training byte rule does; timm's ResNet rows then read +87 %, and
 CUDA autocast's list has no batch norm (cuDNN runs it in the input's dtype), so it was removed.
+Last, allocation-only ops (``torch.empty`` and kin, inside a CPU trace's decomposed dropout and
+eval batch norm) had been priced as writing their output; they move no bytes
+(``profiler.opinfo.ALLOC_PACKETS``): held-out training 15.9 -> 15.4 % (median 8.9 -> 8.3 %,
+signed +1.2 -> -0.3 %), the OPT-350m SDPA rows +29..+50 % -> +27..+49 %.
 
 Usage: ``python bench/costmodel_gpu_published.py [--quiet] [--no-summary]`` (under a minute on
 two cores: 30-odd traces on the meta device).

@@ -42,6 +42,16 @@ VIEW_PACKETS = {
     aten.lift_fresh, aten._reshape_alias, aten.numpy_T, aten.mT,
 }
 
+#: Ops that allocate an uninitialised tensor and launch no kernel (``torch.empty`` and kin): their
+#: output takes memory but nothing is read or written (:func:`no_bytes`). A CPU trace meets them
+#: where PyTorch decomposes an op: ``dropout`` in training (``empty_like`` then ``bernoulli_``),
+#: batch norm in eval (its saved-statistics outputs). They stay op records, so that the host
+#: side still counts the dispatch they come with (the per-op host cost was measured that way).
+ALLOC_PACKETS = {
+    aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided,
+    aten.empty_permuted,
+}
+
 GEMM_PACKETS = {
     aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.matmul, aten.linear, aten._addmm_activation,
     aten._int_mm, aten._weight_int8pack_mm, aten._scaled_mm,
@@ -255,4 +265,9 @@ def embedding_bytes(args, out_bytes: int) -> tuple[int, int]:
     return indices.numel() * indices.element_size() + out_bytes, out_bytes
 
 
-BYTES_RULES = {aten.embedding: embedding_bytes}
+def no_bytes(args, out_bytes: int) -> tuple[int, int]:
+    """An allocation without a kernel (:data:`ALLOC_PACKETS`) reads and writes nothing."""
+    return 0, 0
+
+
+BYTES_RULES = {aten.embedding: embedding_bytes, **{p: no_bytes for p in ALLOC_PACKETS}}
