@@ -291,6 +291,11 @@ def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recom
     if not ctx.train:
         risk = ("fp16 keeps 3 more mantissa bits than bf16 but overflows above 65504: check "
                 "the outputs" if target == "fp16" else "bf16 keeps fp32's range")
+        from ..costmodel.ops import autocast_upcasts
+
+        if autocast_upcasts(ctx.spec):
+            risk += ("; on this GPU autocast keeps softmax and norms in fp32, with a cast "
+                     "kernel on each side (priced in the gain)")
     elif target == "fp16":
         risk = "fp16 needs loss scaling (GradScaler, included)"
     else:

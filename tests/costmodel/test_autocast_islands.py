@@ -75,3 +75,17 @@ def test_the_table_prices_the_same_islands_as_predict():
     for name in ("NVIDIA H100 SXM", "Intel Xeon Platinum 8480+"):
         single = aa.predict(prof, hardware=name, precision="bf16")
         assert table.loc[name, "step_time_s"] == pytest.approx(single.step_time_s, rel=1e-9)
+
+
+def test_the_inference_autocast_advice_says_what_it_prices():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(num_hidden_layers=2, attn_implementation="eager")
+    with torch.device("meta"):
+        model = transformers.BertForSequenceClassification(config)
+    tokens = torch.randint(0, 30522, (32, 128), device="meta")
+    on_gpu = {r.id: r for r in aa.advise(model, tokens, mode="infer", hardware="H100 SXM")
+              .recommendations}
+    assert "keeps softmax and norms in fp32" in on_gpu["bf16_autocast"].rationale
+    on_cpu = aa.advise(model, tokens, mode="infer", hardware="Xeon Platinum 8480+")
+    assert all("keeps softmax and norms in fp32" not in r.rationale
+               for r in on_cpu.recommendations)
