@@ -100,7 +100,9 @@ class MemoryBreakdown:
     cuda_peak_bytes: int | None = None
     """``torch.cuda.max_memory_allocated()`` the same step would show on a CUDA device: the
     peak without the ``T x T`` tensors a CPU or meta trace's attention math path saved, which
-    a GPU's fused kernel does not keep (None: as ``peak_bytes``)."""
+    a GPU's fused kernel does not keep, and with the optimizer step as CUDA runs it (Adam's
+    foreach update: one parameter-sized temporary list; a CPU's for-loop holds two of one
+    parameter's size) (None: as ``peak_bytes``)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(

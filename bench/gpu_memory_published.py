@@ -260,7 +260,9 @@ def build(row: Row):
 def optimizer_on(device: str):
     """Profile the optimizer's update temporaries as aiadvisor would for parameters on
     ``device`` ("cuda": the foreach update's full set; "cpu": two of the largest parameter).
-    aiadvisor reads the flag from the parameters' device, and meta reads as CPU."""
+    The profile's own CUDA view (``memory.cuda_peak_bytes``, ``cuda_reserved_bytes``) takes the
+    foreach set whatever traced it (since 2026-12-06); the "cpu" profile forces the for-loop
+    temporaries for the comparison column."""
     from aiadvisor.profiler import assemble
 
     original = assemble.optimizer_temporaries

@@ -280,8 +280,8 @@ class ProcessEstimate:
 
 
 def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: int,
-                     inputs_bytes: int, fused_attention_saving_bytes: int = 0
-                     ) -> ProcessEstimate:
+                     inputs_bytes: int, fused_attention_saving_bytes: int = 0,
+                     cuda_peak_bytes: int | None = None) -> ProcessEstimate:
     """From the profile-time facts (:func:`aiadvisor.profiler.process.facts`) and the
     allocator-level peak: the CPU resident set, or for a model on a CUDA device
     ``torch.cuda.max_memory_reserved()``; and the reserved figure of the same step on a GPU.
@@ -292,7 +292,8 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     ratio, plus :data:`CUDA_SEGMENT_SLACK_BYTES` and, with GEMMs, the cuBLAS workspace; a CUDA
     device runs ``scaled_dot_product_attention`` as a fused kernel, so the ``T x T`` tensors a
     CPU or meta trace's math path saved for backward (``fused_attention_saving_bytes``) are
-    not in its peak.
+    not in its peak. ``cuda_peak_bytes``, where given, is that CUDA peak already (the profile's,
+    with the foreach optimizer's temporaries).
 
     >>> f = {"device": "cpu", "rss_bytes": 500 * MiB, "resident_model_bytes": 100 * MiB,
     ...      "heap_ratio": 1.5, "cuda_block_ratio": 1.0, "cuda_gemms": False}
@@ -301,7 +302,8 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     >>> e.process_bytes // MiB    # 500 - 100 + 100 + 200 x 1.5 + 2
     802
     """
-    cuda_peak = max(peak_bytes - fused_attention_saving_bytes, 0)
+    cuda_peak = cuda_peak_bytes if cuda_peak_bytes is not None else max(
+        peak_bytes - fused_attention_saving_bytes, 0)
     reserved = int(cuda_peak * facts.get("cuda_block_ratio", 1.0)) + CUDA_SEGMENT_SLACK_BYTES
     if facts.get("cuda_gemms"):
         reserved += CUBLAS_WORKSPACE_BYTES["other"]

@@ -362,6 +362,10 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "optimizer_temporaries_bytes": assemble.optimizer_temporaries(
             opt, trainable_bytes=trainable_bytes, max_param_bytes=max_param,
             foreach=device.startswith("cuda")),
+        # On a CUDA device torch.optim's default is the foreach implementation, whatever
+        # device traced the step: the CUDA view of the peak takes its temporaries.
+        "optimizer_temporaries_cuda_bytes": assemble.optimizer_temporaries(
+            opt, trainable_bytes=trainable_bytes, max_param_bytes=max_param, foreach=True),
         "param_dtype": str(_param_dtype(model)).removeprefix("torch."),
         "compute_dtype": result.compute_dtype,
         "num_blocks": plan.num_blocks if plan else 0,

@@ -53,11 +53,17 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     peak_fwd_bwd = int(dyn.get("peak_bytes", 0))
     live_after = int(dyn.get("live_after_step_bytes", 0))
     opt_temp = static["optimizer_temporaries_bytes"]
-    peak_opt = live_after + opt + opt_temp if train and static["optimizer"] != "none" else 0
+    stepping = train and static["optimizer"] != "none"
+    peak_opt = live_after + opt + opt_temp if stepping else 0
     # A training loop's steady state: from the second step on, the optimizer state allocated
     # by the first step() is resident during forward and backward too (gradients are freed by
     # zero_grad(set_to_none=True), PyTorch's default).
     peak = max(peak_fwd_bwd + (opt if train else 0), peak_opt, weights + inputs)
+    # On a CUDA device the step runs torch.optim's foreach implementation (its default there):
+    # Adam's square-root list for every parameter at once.
+    opt_temp_cuda = static.get("optimizer_temporaries_cuda_bytes", opt_temp)
+    cuda_step_peak = max(peak_fwd_bwd + (opt if train else 0),
+                         live_after + opt + opt_temp_cuda if stepping else 0, weights + inputs)
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
     sdpa = _sdpa_groups(static, dyn)
@@ -65,9 +71,11 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     # tensors a GPU's fused kernel does not keep (the CUDA figure leaves them out).
     fused_saving = sum(g.fused_saving_bytes for g in sdpa) \
         if train and not str(static.get("device", "")).startswith("cuda") else 0.0
+    cuda_peak = int(max(cuda_step_peak - fused_saving, 0))
     process = process_estimate(static.get("process", {}), mode=static["mode"],
                                peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs,
-                               fused_attention_saving_bytes=int(fused_saving))
+                               fused_attention_saving_bytes=int(fused_saving),
+                               cuda_peak_bytes=cuda_peak)
     memory = MemoryBreakdown(
         weights_bytes=weights, grads_bytes=grads if train else 0,
         optimizer_bytes=opt if train else 0,
@@ -76,7 +84,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         process_label=process.label, cuda_reserved_bytes=process.cuda_reserved_bytes,
         process_low_bytes=process.process_low_bytes,
         process_high_bytes=process.process_high_bytes,
-        cuda_peak_bytes=int(max(peak - fused_saving, 0)),
+        cuda_peak_bytes=cuda_peak,
     )
     flops_opt = flops_by_phase.get("optimizer", 0.0)
     return TracedProfile(

@@ -60,3 +60,18 @@ def test_one_block_trace_peaks_with_every_blocks_gradients():
     m = one.memory
     assert m.peak_bytes >= m.weights_bytes + m.grads_bytes
     assert one.memory.peak_bytes == pytest.approx(whole.memory.peak_bytes, rel=0.03)
+
+
+def test_the_cuda_view_takes_the_foreach_optimizers_temporaries_whatever_traced_it():
+    # torch.optim's AdamW runs its foreach implementation on CUDA (its default there): the
+    # square root of exp_avg_sq for every parameter at once, one parameter-sized list, where
+    # the CPU's for-loop holds two of one parameter's size. Four Linear(1024, 1024) layers at
+    # batch 1: W = 4 x (1024 x 1024 + 1024) x 4 bytes = 16,793,600; the step's peak is
+    # weights + gradients + 2 W of state + the temporaries.
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)])
+    prof = aa.profile(model, torch.randn(1, 1024), mode="train", optimizer="adamw")
+    weights = 4 * (1024 * 1024 + 1024) * 4
+    assert prof.memory.weights_bytes == weights
+    loop_temps, foreach_temps = 2 * 1024 * 1024 * 4, weights
+    assert prof.memory.cuda_peak_bytes - prof.memory.peak_bytes == foreach_temps - loop_temps
+    assert prof.memory.cuda_peak_bytes >= 4 * weights + foreach_temps
