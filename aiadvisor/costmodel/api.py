@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
-from ..units import PRECISIONS, fmt_bytes
+from ..units import PRECISIONS
 from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
 from .facts import (
@@ -22,14 +22,7 @@ from .facts import (
 )
 from .local import LocalCalibration
 from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
-from .ops import (
-    NF4_DEQUANT_BYTES,
-    OpArrays,
-    autocast_islands,
-    autocast_upcasts,
-    nf4_dequantizes,
-    op_arrays,
-)
+from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
 from .precision import (
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
@@ -91,23 +84,28 @@ def unpriced_reason(spec: HardwareSpec, mode: str) -> str | None:
     'no published memory bandwidth'
     """
     if mode == "train" and spec.inference_only:
-        return "inference-only device (its vendor's software does not train on it)"
+        return INFERENCE_ONLY
     if not spec.memory_bw_gbs:
-        return "no published memory bandwidth"
+        return NO_BANDWIDTH
     return None
+
+
+INFERENCE_ONLY = "inference-only device (its vendor's software does not train on it)"
+NO_BANDWIDTH = "no published memory bandwidth"
 
 
 def check_priceable(spec: HardwareSpec, mode: str) -> None:
     """Raise when :func:`unpriced_reason` gives a reason, saying what to do instead."""
     from ..errors import MissingHardwareFigureError, UnsupportedWorkloadError
 
-    if mode == "train" and spec.inference_only:
+    reason = unpriced_reason(spec, mode)
+    if reason == INFERENCE_ONLY:
         raise UnsupportedWorkloadError(
             f"mode='train' cannot be priced on {spec.name!r}: it is an inference-only device "
             "(its vendor's software runs inference only on it; the catalog's notes give the "
             "source). Use mode='infer' for it, or a training device (hardware=None ranks the "
             "catalog's).")
-    if not spec.memory_bw_gbs:
+    if reason == NO_BANDWIDTH:
         raise MissingHardwareFigureError(
             f"{spec.name!r} cannot be priced: its spec has no memory bandwidth (the catalog "
             "leaves a figure blank when no primary source publishes it, rather than guess), and "
@@ -406,16 +404,6 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
                      "GEMM (matmul_4bit -> dequantize_4bit + linear): one more kernel per linear "
                      f"layer, {NF4_DEQUANT_BYTES:.2f} bytes a weight moved, and the GEMM reads "
                      "16-bit weights. Only a one-token call runs the fused 4-bit GEMV.")
-    fused = _backend(prof, spec, precision) not in ("none", "as traced")
-    islands = autocast_islands(prof, _ops(prof, fused=fused), precision) if autocast \
-        else (0.0, 0.0)
-    if islands[1] > 0 and autocast_upcasts(spec):
-        notes.append(f"Priced as the recommended code runs it: {precision} weights under "
-                     "torch.autocast, which runs softmax, norms and losses in fp32 with a cast "
-                     f"kernel on each side ({islands[1]:.0f} more kernels and "
-                     f"{fmt_bytes(islands[0])} more traffic a step, whole batch); autocast=False "
-                     f"prices plain "
-                     f"{precision} (model.to(dtype) without autocast).")
     pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
     return _corrected(pred, spec) if correction and spec.measured else pred
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..schema import ModelProfile
-from .ops import OpArrays, op_arrays
+from .ops import CUDA_VENDORS, OpArrays, op_arrays
 
 SDPA_SUFFIX = "[sdpa]"
-FUSED_VENDORS = ("NVIDIA", "AMD")
+FUSED_VENDORS = CUDA_VENDORS
 
 
 def attention_backend(spec, precision: str) -> str:

@@ -337,11 +337,16 @@ def autocast_islands(prof: ModelProfile, ops: OpArrays, precision: str) -> tuple
             float(2.0 * ops.count[islands].sum()))
 
 
+#: Vendors whose GPUs PyTorch drives through CUDA (NVIDIA) or ROCm/HIP (AMD): the CUDA kernels
+#: (fused attention, autocast's op lists) run there.
+CUDA_VENDORS = ("NVIDIA", "AMD")
+
+
 def autocast_upcasts(spec) -> bool:
     """Whether ``torch.autocast`` on ``spec`` runs softmax and norms in FP32: CUDA and ROCm
     GPUs (NVIDIA's and AMD's, Jetson boards included). CPU autocast keeps them in bf16/fp16;
     other backends' lists are not modelled (no islands)."""
-    return spec.kind in ("gpu", "edge") and spec.vendor in ("NVIDIA", "AMD")
+    return spec.kind in ("gpu", "edge") and spec.vendor.upper() in CUDA_VENDORS
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..estimate.collectives import (
 )
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
-from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
+from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS, fmt_bytes
 from .devices import DeviceArrays
 from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
 from .local import LocalCalibration, op_family
@@ -755,6 +755,13 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         skip = ~np.array([autocast_upcasts(s) for s in devs.specs], dtype=bool)
         for k in parts:
             parts[k][:, skip[:, None] & island[None, :]] = 0.0
+        if not skip.all():
+            notes.append(f"Priced as the recommended code runs it: {precision} weights under "
+                         "torch.autocast, which on NVIDIA/AMD GPUs runs softmax, norms and "
+                         f"losses in fp32 with a cast kernel on each side ({islands[1]:.0f} "
+                         f"more kernels and {fmt_bytes(islands[0])} more traffic a step, whole "
+                         f"batch); autocast=False prices plain {precision} (model.to(dtype) "
+                         "without autocast).")
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())
