@@ -96,6 +96,9 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
             f"model of type {type(model).__name__} is not valid: expected a torch.nn.Module "
             "(e.g. the model object you train, not its output or state_dict)."
         )
+    from .wrappers import eager_module
+
+    model, wrapper_note = eager_module(model)
     check_choice("mode", mode, MODES)
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("precision", precision, PRECISIONS)
@@ -113,8 +116,9 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
                             precision=precision, model_name=model_name, scaling=scaling,
                             experts=experts, imbalance=imbalance)
         note = quiet.summary(records)
-        if note:
-            prof = dataclasses.replace(prof, notes=(*prof.notes, note))
+        for extra in (wrapper_note, note):
+            if extra:
+                prof = dataclasses.replace(prof, notes=(*prof.notes, extra))
         if measure:
             from .measure import measure_step
 

@@ -8,6 +8,7 @@ at two prompt lengths: what grows between them is what each token adds to the ca
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from typing import Any
 
@@ -359,6 +360,9 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
         raise InvalidModelError(
             f"model={type(model).__name__} is not valid: expected a torch.nn.Module (a causal "
             "LM such as a transformers *ForCausalLM).")
+    from .wrappers import eager_module
+
+    model, wrapper_note = eager_module(model)
     if not isinstance(prompt_len, int) or prompt_len < 1:
         raise InvalidArgumentError(
             f"prompt_len={prompt_len!r} is not valid: expected an integer >= 1.")
@@ -371,6 +375,8 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
     with _no_cache_outputs(model):
         prefill = profile_fn(model, example_inputs, mode="infer", precision="fp32",
                              model_name=model_name or type(model).__name__)
+    if wrapper_note:
+        prefill = dataclasses.replace(prefill, notes=(*prefill.notes, wrapper_note))
     quantizable, head = _linear_params(model, vocab)
     decode = None
     if kv_cache is None:

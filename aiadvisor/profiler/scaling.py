@@ -188,7 +188,9 @@ def rescale(prof: ModelProfile, *, batch_size: int | None = None,
     dynamic = evaluate(prof.scaling["fit"], batch_size, seq_len)
     new = assemble.build_profile(prof.scaling["static"], dynamic, batch_size=batch_size,
                                  seq_len=seq_len)
-    new = dataclasses.replace(new, scaling=prof.scaling)
+    # Notes added after the trace (a torch.compile wrapper, PyTorch's own log lines) hold at
+    # every size: carry them with the ones the static facts rebuild.
+    new = dataclasses.replace(new, scaling=prof.scaling, notes=prof.notes)
     if len(cache) >= _CACHE_SIZE:
         cache.pop(next(iter(cache)))
     cache[(batch_size, seq_len)] = new
