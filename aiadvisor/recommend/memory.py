@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from ..costmodel.precision import check_mode
 from ..errors import UnsupportedPrecisionError
 from ..schema import ModelProfile, ParallelConfig
-from ..units import WEIGHT_BYTES
+from ..units import FUSED_SUFFIX, WEIGHT_BYTES
 
 #: Fraction of device memory left free for what the profile cannot see: the CUDA context
 #: (0.3-2 GiB), cuBLAS/cuDNN workspaces and allocator fragmentation (reserved/allocated is
@@ -274,7 +274,9 @@ class DeviceMemory:
     one) and its unsharded gradients before the reduce-scatter; ZeRO-Offload gradient buckets;
     autocast's 16-bit weight copies in plans without ZeRO."""
     other_bytes: float
-    """Inputs and short-lived temporaries."""
+    """Inputs and short-lived temporaries; where the optimizer step's temporaries
+    (:func:`optimizer_step_bytes`) outweigh the activations they replace, what makes up the
+    difference."""
     cpu_bytes: float
     """Host memory per device for offloaded states."""
 
@@ -399,10 +401,35 @@ def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
     return activations, p.inputs_bytes + p.temporaries_bytes / tp
 
 
+#: Bytes per trainable parameter of the temporary list torch.optim's foreach Adam/AdamW (the
+#: default on CUDA devices) builds in ``step()``: ``exp_avg_sq.sqrt()`` for every parameter at
+#: once, in the master weights' FP32 (``_multi_tensor_adamw``; profiled and checked in
+#: ``MemoryBreakdown.cuda_peak_bytes``).
+FOREACH_ADAM_TEMP_BYTES = 4
+
+
+def optimizer_step_bytes(prof: ModelProfile, config: ParallelConfig, *,
+                         precision: str) -> float:
+    """Temporaries of the optimizer step on the fullest device of a GPU plan: foreach Adam/AdamW
+    holds one FP32 list the size of the parameters it updates (its ZeRO shard from stage 1 on);
+    none with a fused optimizer, another optimizer, or the optimizer offloaded to the host. The
+    step runs after backward has freed the activations, so it raises the peak only where this
+    list outweighs them (:func:`device_memory`)."""
+    if prof.mode != "train" or prof.optimizer not in ("adam", "adamw") or config.offload:
+        return 0.0
+    if any(op.phase == "optimizer" and op.op.endswith(FUSED_SUFFIX) for op in prof.ops):
+        return 0.0
+    params = _stage_params(prof, config.pp_degree) / config.tp_degree
+    trainable = params * (prof.num_trainable_params / prof.num_params if prof.num_params else 0)
+    shard = config.dp_degree if config.zero_stage >= 1 else 1
+    return trainable * FOREACH_ADAM_TEMP_BYTES / shard
+
+
 def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
                   parts: ActivationParts | None = None,
                   micro_batch: int | None = None) -> DeviceMemory:
-    """Everything on the fullest device: model states plus activations.
+    """Everything on the fullest device: model states plus the larger of backward's working set
+    (activations, weight copies, inputs) and the optimizer step's temporaries.
 
     Parameters
     ----------
@@ -425,6 +452,10 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
         micro_batch = layout(config, prof.batch_size).micro_batch
     states = model_state_memory(prof, config, precision=precision)
     activations, other = activation_memory(parts, config, micro_batch=micro_batch)
+    # The optimizer step's peak (states + its temporaries) against backward's (states +
+    # activations, autocast's weight copies, inputs): the larger one sets the device's peak.
+    step = optimizer_step_bytes(prof, config, precision=precision)
+    other = max(other, step - activations - states.gathered_bytes)
     return replace(states, activations_bytes=activations, other_bytes=other)
 
 

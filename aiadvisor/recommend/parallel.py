@@ -30,6 +30,7 @@ from .memory import (
     DeviceMemory,
     activation_parts,
     device_memory,
+    optimizer_step_bytes,
     state_bytes_per_param,
     usable_bytes,
 )
@@ -357,6 +358,20 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
         parts_text.append(f"without offload it needs {n} devices (e.g. {config.label})")
     else:
         parts_text.append(f"no plan on up to {MAX_DEVICES} devices fits without offload")
+    if optimizer_step_bytes(prof, ParallelConfig(), precision=precision) > 0:
+        # torch.optim's foreach AdamW (its CUDA default) holds a 4-byte-per-parameter list in
+        # step(); the fused implementation holds none.
+        from .transforms import fused_optimizer
+
+        fused = min_devices_to_fit(fused_optimizer(prof), precision=precision,
+                                   capacity_bytes=capacity, start=num_devices,
+                                   parts=parts)
+        if fused is not None and (found is None or fused[0] < found[0]):
+            where = ("fits on these devices" if fused[0] <= num_devices
+                     else f"needs {fused[0]} devices")
+            parts_text.append(f"with {prof.optimizer}(..., fused=True) (no parameter-sized "
+                              f"list in step(), as the foreach default holds) it {where} "
+                              f"(e.g. {fused[1].label})")
     if prof.batch_size > 1 and prof.mode == "train":
         parts_text.append("or a smaller batch per device")
     return (f"Nothing fits on {num_devices} x {spec.name} ({spec.memory_gb:g} GB) without "

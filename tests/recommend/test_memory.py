@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import torch
+
+import aiadvisor as aa
 
 from aiadvisor.errors import UnsupportedPrecisionError
 from aiadvisor.recommend.memory import (
@@ -57,7 +60,10 @@ def test_ddp_replicates_every_state():
     assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (4e9, 4e9, 8e9)
     assert m.gathered_bytes == 2e9
     assert m.activations_bytes == ACT
-    assert m.total_bytes == 4e9 + 4e9 + 8e9 + 2e9 + ACT
+    # Backward holds 4 + 4 + 8 + 2 GB + the activations (19.05 GB); foreach AdamW's step, after
+    # backward has freed them, holds the 16 GB of states and its 4 GB square-root list: 20 GB.
+    assert 4e9 + 4e9 + 8e9 + 2e9 + ACT < 20e9
+    assert m.total_bytes == 4e9 + 4e9 + 8e9 + 4e9
 
 
 @pytest.mark.parametrize("stage,expected", [
@@ -236,3 +242,38 @@ def test_pipeline_states_follow_the_fuller_end_stage():
     # Without module records: half of the 1e8 on each end, 3 x 9e7 + 5e7 = 3.2e8.
     assert device_memory(base, config, precision="bf16").weights_bytes == pytest.approx(
         4 * 3.2e8)
+
+
+def _wide_mlp_profile():
+    """Eight 1024 x 1024 linears at batch 1: the activations are tiny beside the parameters."""
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)])
+    return aa.profile(model, torch.randn(1, 1024), mode="train", optimizer="adamw")
+
+
+def test_the_foreach_adamw_step_sets_the_peak_when_activations_are_small():
+    from aiadvisor.recommend.memory import device_memory, optimizer_step_bytes
+    from aiadvisor.recommend.transforms import fused_optimizer
+    from aiadvisor.schema import ParallelConfig
+
+    prof = _wide_mlp_profile()
+    n = 8 * (1024 * 1024 + 1024)
+    assert prof.num_trainable_params == n
+    plan = ParallelConfig()
+    # AMP without ZeRO: fp32 weights 4 + fp32 grads 4 + two moments 8, and foreach AdamW's
+    # square-root list, 4 more bytes a parameter, at the step: 20 bytes a parameter.
+    assert optimizer_step_bytes(prof, plan, precision="bf16") == 4 * n
+    mem = device_memory(prof, plan, precision="bf16")
+    assert mem.total_bytes == pytest.approx(20 * n, rel=1e-6)
+    # A fused optimizer builds no list: backward's peak (16 + autocast's 2-byte weight copies
+    # + the small activations and inputs) is the peak.
+    fused = device_memory(fused_optimizer(prof), plan, precision="bf16")
+    assert optimizer_step_bytes(fused_optimizer(prof), plan, precision="bf16") == 0
+    assert (fused.weights_bytes + fused.grads_bytes + fused.optimizer_bytes
+            + fused.gathered_bytes) == 18 * n
+    assert fused.total_bytes < 0.95 * mem.total_bytes
+    # ZeRO-1 over 4 ranks: the step updates a quarter of the parameters.
+    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=1),
+                                precision="bf16") == n
+    # Offloaded to the host: nothing of the step on the device.
+    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=2, offload=True),
+                                precision="bf16") == 0
