@@ -100,9 +100,10 @@ class MemoryBreakdown:
     cuda_peak_bytes: int | None = None
     """``torch.cuda.max_memory_allocated()`` the same step would show on a CUDA device: the
     peak without the ``T x T`` tensors a CPU or meta trace's attention math path saved, which
-    a GPU's fused kernel does not keep, and with the optimizer step as CUDA runs it (Adam's
-    foreach update: one parameter-sized temporary list; a CPU's for-loop holds two of one
-    parameter's size) (None: as ``peak_bytes``)."""
+    a GPU's fused kernel does not keep, with training dropout masks at one byte an element
+    (``native_dropout``; a CPU trace's composite keeps them in the input's dtype), and with the
+    optimizer step as CUDA runs it (Adam's foreach update: one parameter-sized temporary list;
+    a CPU's for-loop holds two of one parameter's size) (None: as ``peak_bytes``)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(
@@ -362,6 +363,27 @@ class SDPAGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DropoutGroup:
+    """The training ``F.dropout`` calls of one module in one step.
+
+    A CPU, meta or fake trace records ATen's composite dropout (``empty_like``, ``bernoulli_``,
+    ``div_``, ``mul``) among the module's own ops; a CUDA device runs each call as one
+    ``native_dropout`` kernel that writes a one-byte mask. ``ops`` lists what the traced calls
+    ran, so the cost model can take it out and price the fused kernel instead.
+    """
+
+    module: str
+    """The module that called ``F.dropout`` (its ops are recorded there)."""
+    calls: int
+    elements: float
+    """Input elements over all calls."""
+    element_bytes: int
+    """Bytes per element of the input."""
+    ops: tuple[tuple[str, float, float, float], ...] = ()
+    """``(op, count, bytes_read, bytes_written)`` the traced calls ran, forward."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelProfile:
     """What one step of a model costs: FLOPs, bytes and memory, per op and per module.
 
@@ -425,6 +447,8 @@ class ModelProfile:
     """Expert routing of a mixture-of-experts model, None for a dense model."""
     sdpa: tuple[SDPAGroup, ...] = ()
     """``scaled_dot_product_attention`` calls, per calling module."""
+    dropout: tuple[DropoutGroup, ...] = ()
+    """Training ``F.dropout`` calls, per calling module."""
     num_module_calls: int = 0
     """``nn.Module`` forward calls in one step (each costs host time in eager PyTorch)."""
     num_view_ops_forward: int = 0

@@ -15,7 +15,8 @@ step is predicted. Side by side, per held-out GPU: mean/median/P90 APE of
 
 Multi-GPU rows (4x A100 SXM / H100 with DP, TP, PP) are predicted with the matching
 ParallelConfig. Usage: ``python bench/costmodel_e2e_logo.py [OPDATA_DIR]``; profiles are cached
-in ``$TMPDIR/aiadvisor-bench`` (a few minutes the first time on 2 cores).
+in ``$TMPDIR/aiadvisor-bench`` under a digest of the profiler's source (a few minutes the first
+time on 2 cores, and again after the profiler changes).
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ from aiadvisor.costmodel.training import (
     load_op_rows,
 )
 from aiadvisor.schema import (
+    DropoutGroup,
     HardwareSpec,
     MemoryBreakdown,
     ModelProfile,
     OpRecord,
     ParallelConfig,
+    SDPAGroup,
 )
 
 MODELS = ("bert_large", "gpt2_large", "gpt3_xl", "opt_13", "gpt3_27")
@@ -119,14 +122,32 @@ def _from_json(d: dict) -> ModelProfile:
     d = dict(d)
     d["memory"] = MemoryBreakdown(**d["memory"])
     d["ops"] = tuple(OpRecord(**o) for o in d["ops"])
+    d["sdpa"] = tuple(SDPAGroup(**g) for g in d.get("sdpa", ()))
+    d["dropout"] = tuple(DropoutGroup(**{**g, "ops": tuple(tuple(o) for o in g["ops"])})
+                         for g in d.get("dropout", ()))
     d["modules"] = ()
     d["notes"] = tuple(d.get("notes", ()))
     fields = {f.name for f in dataclasses.fields(ModelProfile)}
     return ModelProfile(**{k: v for k, v in d.items() if k in fields})
 
 
+def _profiler_digest() -> str:
+    """A digest of the profiler's and the schema's source: a cached profile is reused only by
+    the profiler that wrote it."""
+    import hashlib
+
+    import aiadvisor
+
+    root = Path(aiadvisor.__file__).parent
+    h = hashlib.sha1()
+    for path in sorted([*(root / "profiler").glob("*.py"), root / "schema.py"]):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:10]
+
+
 def get_profile(name: str, e2e_row, train: bool, cache: Path) -> ModelProfile:
-    key = f"{name}-{'train' if train else 'inf'}-{int(e2e_row.seq_len)}-{int(e2e_row.batch_size)}"
+    base = f"{name}-{'train' if train else 'inf'}-{int(e2e_row.seq_len)}-{int(e2e_row.batch_size)}"
+    key = f"{base}-{_profiler_digest()}"
     path = cache / f"{key}.json"
     if path.exists():
         return _from_json(json.loads(path.read_text()))
@@ -141,7 +162,7 @@ def get_profile(name: str, e2e_row, train: bool, cache: Path) -> ModelProfile:
     # as NeuSight's measure_e2e computes it; BERT pretraining: the sum of the outputs.
     inputs = {"input_ids": ids, "labels": ids} if (train and name != "bert_large") else ids
     prof = aa.profile(model, inputs, mode="train" if train else "infer", optimizer="none",
-                      scaling=False, model_name=key)
+                      scaling=False, model_name=base)
     cache.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(prof.to_dict()))
     return prof

@@ -69,6 +69,19 @@ eval batch norm) had been priced as writing their output; they move no bytes
 (``profiler.opinfo.ALLOC_PACKETS``): held-out training 15.9 -> 15.4 % (median 8.9 -> 8.3 %,
 signed +1.2 -> -0.3 %), the OPT-350m SDPA rows +29..+50 % -> +27..+49 %.
 
+Changed after these rows had been seen (2026-12-06, fifth session; a fact about PyTorch's CUDA
+dispatch, no constant fitted): a training ``F.dropout`` on a CUDA/ROCm tensor runs one
+``native_dropout`` kernel that writes a one-byte mask, where the CPU or meta trace records
+ATen's composite (``bernoulli_``, ``div_``, ``mul``: three kernels, the mask in the input's
+dtype); NVIDIA/AMD GPUs now price the fused kernel (``costmodel.dropout``). Held-out training
+15.4 -> 15.2 % (median 8.3 -> 10.4 %, signed -0.3 -> -5.7 %): rows with eager attention, whose
+dropout runs on the T x T probabilities, moved 6-10 % faster (NVIDIA's BERT AMP +1..+11 % ->
+-4..+4 %, TF32 -2..-16 % -> -7..-21 %; Hugging Face's BERT fp16 -8..+14 % -> -12..+1 %),
+OPT-350m 1-11 % faster. On NeuSight's measured FP32 steps (``bench/costmodel_e2e_logo.py``,
+leave-one-GPU-out) the same change moved the mean APE 14.7 -> 15.1 % (12.1 -> 12.0 % on the
+NVIDIA rows). Kept because it is how PyTorch runs the step; what it uncovers in the BERT rows
+(too fast now, in TF32 most) is not modelled yet.
+
 Usage: ``python bench/costmodel_gpu_published.py [--quiet] [--no-summary]`` (under a minute on
 two cores: 30-odd traces on the meta device).
 """

@@ -14,6 +14,7 @@ from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
 from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
 from .devices import SpecColumns, device_arrays, familiarity
+from .dropout import has_dropout
 from .facts import (
     CPU_MATRIX_UNIT_FRACTION,
     cpu_matrix_log_adjustment,
@@ -45,8 +46,10 @@ _OPS_CACHE: dict[tuple[int, bool], tuple[ModelProfile, OpArrays]] = {}
 
 def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
     """Op arrays of ``prof``, cached by identity (planners call many times per profile);
-    ``fused``: with each SDPA call costed as a fused kernel (:mod:`.attention`)."""
-    fused = fused and has_sdpa(prof)
+    ``fused``: as an NVIDIA/AMD GPU runs them, each SDPA call one fused kernel
+    (:mod:`.attention`) and each training dropout call one ``native_dropout``
+    (:mod:`.dropout`)."""
+    fused = fused and (has_sdpa(prof) or has_dropout(prof))
     key = (id(prof), fused)
     hit = _OPS_CACHE.get(key)
     if hit is not None and hit[0] is prof:
@@ -60,6 +63,12 @@ def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
 
 def _backend(prof: ModelProfile, spec: HardwareSpec, precision: str) -> str:
     return attention_backend(spec, precision) if has_sdpa(prof) else "none"
+
+
+def _gpu_kernels(spec: HardwareSpec) -> bool:
+    """Whether PyTorch runs its CUDA/ROCm kernels on ``spec`` (fused attention, fused
+    dropout), rather than the ops a CPU or meta trace recorded."""
+    return attention_backend(spec, "bf16") != "as traced"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -259,7 +268,7 @@ def _parts(prof, spec, precision, parallel, model, network, autocast: bool = Tru
         from ..hardware.host import host_costs
 
         host = [host_costs()]
-    fused = _backend(prof, spec, precision) not in ("none", "as traced")
+    fused = _gpu_kernels(spec)
     parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None, networks=[network], host_costs=host,
@@ -456,6 +465,13 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     note = _attention_note(prof, backend)
     if note:
         all_notes.append(note)
+    if has_dropout(prof) and _gpu_kernels(spec):
+        calls = sum(g.calls for g in prof.dropout)
+        all_notes.append(f"Dropout: {calls} training dropout call{'s' * (calls != 1)} costed as "
+                         "PyTorch's fused "
+                         "native_dropout kernel on this GPU (one kernel, a one-byte mask), not "
+                         f"the composite the {prof.device} trace ran (mask in the input's "
+                         "dtype, three kernels).")
     low_s, high_s = stack_band(step_s, float(min(total[0], step_s)),
                                float(max(total[2], step_s)),
                                spans_nodes=parallel.num_devices > network.node_size)
@@ -628,9 +644,9 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
 
 def _table_parts(prof, specs, precision, parallel, devs, model, networks=None,
                  autocast: bool = True) -> StepParts:
-    """Step parts of every device; devices that run SDPA as a fused kernel get the fused op
-    arrays (:mod:`.attention`), the others the traced ones."""
-    fused = np.array([_backend(prof, s, precision) not in ("none", "as traced") for s in specs])
+    """Step parts of every device; NVIDIA/AMD GPUs get the op arrays as their kernels run
+    (fused attention and dropout: :func:`_ops`), the others the traced ones."""
+    fused = np.array([_gpu_kernels(s) for s in specs])
     measured = precision in MEASURED_PRECISIONS
     hosts = _cpu_host_costs(specs)
     if fused.all() or not fused.any():

@@ -36,7 +36,11 @@ def attention_backend(spec, precision: str) -> str:
 
 
 def fused_op_arrays(prof: ModelProfile) -> OpArrays:
-    """Op arrays with each module's SDPA ops merged into one fused attention op per phase."""
+    """Op arrays as an NVIDIA/AMD GPU runs the step: each module's SDPA ops merged into one
+    fused attention op per phase, and each training dropout call one ``native_dropout``
+    (:mod:`.dropout`)."""
+    from .dropout import fused_dropout_ops
+
     groups = {g.module: g for g in prof.sdpa}
     kept = [op for op in prof.ops if op.count > 0 and op.module not in groups]
     fused = []
@@ -57,7 +61,7 @@ def fused_op_arrays(prof: ModelProfile) -> OpArrays:
                 bytes_read=float(read + (group.lse_bytes if phase == "backward" else 0.0)),
                 bytes_written=float(io - read + (group.lse_bytes if phase == "forward" else 0.0)),
             ))
-    return op_arrays(replace(prof, ops=tuple(kept + fused)))
+    return op_arrays(replace(prof, ops=tuple(fused_dropout_ops(prof, kept) + fused)))
 
 
 def has_sdpa(prof: ModelProfile) -> bool:

@@ -486,6 +486,17 @@ def _dynamic(result, plan, static) -> dict[str, float]:
             dyn[key] = dyn.get(key, 0.0) + info[field] * mult
         if info["dropout"]:
             static.setdefault("sdpa_dropout", set()).add(starred(module, plan))
+    for module, info in result.dropout.items():
+        mult = n if is_block_module(module, plan) else 1
+        name = starred(module, plan)
+        static.setdefault("dropout_element_bytes", {})[name] = info["element_bytes"]
+        for field in ("calls", "elements"):
+            key = assemble.SEP.join(("dropout", name, field))
+            dyn[key] = dyn.get(key, 0.0) + info[field] * mult
+        for op, values in info["ops"].items():
+            for field, value in zip(assemble.OP_FIELDS_NO_FLOPS, values):
+                key = assemble.SEP.join(("dropout", name, op, field))
+                dyn[key] = dyn.get(key, 0.0) + value * mult
     calls = assemble.SEP.join(("host", "modules"))
     dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
                            for m, c in result.module_calls.items()))

@@ -10,13 +10,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..estimate.process_memory import process_estimate
-from ..schema import MemoryBreakdown, ModuleRecord, MoERouting, OpRecord, SDPAGroup
+from ..schema import (
+    DropoutGroup,
+    MemoryBreakdown,
+    ModuleRecord,
+    MoERouting,
+    OpRecord,
+    SDPAGroup,
+)
 from .scaling import TracedProfile
 
 SEP = "|"
 #: Pseudo-module of the ops of one scaled_dot_product_attention call (profiler.recorder).
 SDPA_SUFFIX = "[sdpa]"
 OP_FIELDS = ("count", "flops", "bytes_read", "bytes_written")
+#: The fields recorded for the ops inside a dropout call (they have no FLOPs).
+OP_FIELDS_NO_FLOPS = ("count", "bytes_read", "bytes_written")
 
 
 def op_key(module: str, phase: str, op: str, field: str) -> str:
@@ -67,11 +76,17 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     temporaries = max(0, peak - weights - grads - opt - activations - inputs) if train else max(
         0, peak - weights - activations - inputs)
     sdpa = _sdpa_groups(static, dyn)
-    # A CUDA trace ran the fused kernel already; a CPU or meta trace's math path saved T x T
-    # tensors a GPU's fused kernel does not keep (the CUDA figure leaves them out).
+    dropout = _dropout_groups(static, dyn)
+    # A CUDA trace ran the fused kernels already; a CPU or meta trace's math path saved T x T
+    # tensors a GPU's fused kernel does not keep, and its composite dropout saved each mask in
+    # the input's dtype where CUDA's native_dropout saves one byte an element (the CUDA figure
+    # leaves both out).
+    traced_on_cuda = str(static.get("device", "")).startswith("cuda")
     fused_saving = sum(g.fused_saving_bytes for g in sdpa) \
-        if train and not str(static.get("device", "")).startswith("cuda") else 0.0
-    cuda_peak = int(max(cuda_step_peak - fused_saving, 0))
+        if train and not traced_on_cuda else 0.0
+    mask_saving = sum(g.elements * max(g.element_bytes - 1, 0) for g in dropout) \
+        if train and not traced_on_cuda else 0.0
+    cuda_peak = int(max(cuda_step_peak - fused_saving - mask_saving, 0))
     process = process_estimate(static.get("process", {}), mode=static["mode"],
                                peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs,
                                fused_attention_saving_bytes=int(fused_saving),
@@ -108,6 +123,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         num_active_params=static.get("num_active_params"),
         moe=_moe_routing(static.get("moe"), batch_size=batch_size, seq_len=seq_len),
         sdpa=sdpa,
+        dropout=dropout,
         num_module_calls=round(dyn.get(SEP.join(("host", "modules")), 0.0)),
         num_view_ops_forward=round(dyn.get(SEP.join(("host", "views", "forward")), 0.0)),
         num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),
@@ -129,6 +145,28 @@ def _sdpa_groups(static: dict[str, Any], dyn: dict[str, float]) -> tuple[SDPAGro
                   dropout=module in dropout,
                   saved_bytes=dyn.get(SEP.join(("act", module)), 0.0))
         for module, f in sorted(fields.items()))
+
+
+def _dropout_groups(static: dict[str, Any], dyn: dict[str, float]) -> tuple[DropoutGroup, ...]:
+    """The profile's training ``F.dropout`` calls, one group per calling module."""
+    fields: dict[str, dict[str, float]] = {}
+    ops: dict[str, dict[str, dict[str, float]]] = {}
+    for key, value in dyn.items():
+        if not key.startswith("dropout" + SEP):
+            continue
+        parts = key.split(SEP)
+        if len(parts) == 3:
+            fields.setdefault(parts[1], {})[parts[2]] = value
+        else:
+            ops.setdefault(parts[1], {}).setdefault(parts[2], {})[parts[3]] = value
+    sizes = static.get("dropout_element_bytes", {})
+    return tuple(
+        DropoutGroup(module=module, calls=round(f.get("calls", 0.0)),
+                     elements=f.get("elements", 0.0), element_bytes=int(sizes.get(module, 4)),
+                     ops=tuple((op, v.get("count", 0.0), v.get("bytes_read", 0.0),
+                                v.get("bytes_written", 0.0))
+                               for op, v in sorted(ops.get(module, {}).items())))
+        for module, f in sorted(fields.items()) if f.get("calls", 0.0) > 0)
 
 
 def _moe_routing(moe: dict[str, Any] | None, *, batch_size: int,

@@ -141,6 +141,8 @@ class _StampNodes(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func is torch.nn.functional.scaled_dot_product_attention:
             return self._sdpa(func, args, kwargs or {})
+        if func is torch.nn.functional.dropout:
+            return self._dropout(func, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         module = self.stack.stack[-1]
         for t in tree_flatten(out)[0]:
@@ -179,6 +181,36 @@ class _StampNodes(TorchFunctionMode):
         info["dropout"] = info["dropout"] or bool(dropout)
         return out
 
+    def _dropout(self, func, args, kwargs):
+        """One ``F.dropout`` call in training: its ops stay in the calling module (a CPU, meta or
+        fake trace runs ATen's composite ``noise = empty_like(x).bernoulli_(1 - p).div_(1 - p);
+        x * noise``), and while it runs the recorder also adds them to
+        :attr:`ModuleStack.dropout` with the call's size, so the cost model can price the call
+        as a CUDA device runs it: one ``native_dropout`` kernel with a one-byte mask
+        (``is_fused_kernel_acceptable`` in ATen's ``Dropout.cpp``)."""
+        names = ("input", "p", "training", "inplace")
+        bound = dict(zip(names, args), **kwargs)
+        x, p, training = bound.get("input"), bound.get("p", 0.5), bound.get("training", True)
+        parent = self.stack.stack[-1]
+        if not (isinstance(x, torch.Tensor) and training and 0.0 < float(p) < 1.0
+                and x.numel() > 0) or self.stack.in_dropout is not None:
+            out = func(*args, **kwargs)
+        else:
+            info = self.stack.dropout.setdefault(parent, {"calls": 0, "elements": 0,
+                                                          "element_bytes": x.element_size(),
+                                                          "ops": {}})
+            info["calls"] += 1
+            info["elements"] += x.numel()
+            self.stack.in_dropout = parent
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                self.stack.in_dropout = None
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                _stamp(t.grad_fn, parent)
+        return out
+
 
 #: Suffix of the pseudo-module under which the ops of one ``scaled_dot_product_attention`` call
 #: are recorded.
@@ -212,6 +244,12 @@ class ModuleStack:
         self.sdpa: dict[str, dict] = {}
         """Per ``<module>.[sdpa]`` pseudo-module: calls, bytes of q, k, v and the output,
         bytes of a flash kernel's log-sum-exp, whether dropout was on."""
+        self.dropout: dict[str, dict] = {}
+        """Per module calling ``F.dropout`` in training: calls, input elements, element
+        bytes, and ``ops``: the forward ops those calls ran, ``{op: [count, bytes_read,
+        bytes_written]}`` (also recorded as the module's own)."""
+        self.in_dropout: str | None = None
+        """The module whose ``F.dropout`` call is running, else None."""
 
     def __enter__(self):
         from torch.nn.modules import module as module_mod
@@ -456,6 +494,12 @@ class Recorder(TorchDispatchMode):
         agg.flops += float(flops)
         agg.bytes_read += bytes_read
         agg.bytes_written += bytes_written
+        if self.modules.in_dropout is not None and self.phase == "forward":
+            site = self.modules.dropout[self.modules.in_dropout]["ops"].setdefault(
+                key[2], [0, 0.0, 0.0])
+            site[0] += 1
+            site[1] += bytes_read
+            site[2] += bytes_written
         category = "fwd" if self.phase == "forward" else "bwd"
         hidden = HIDDEN_BYTES.get(packet)
         extra = hidden(args) if hidden is not None and self.fake_kernels else None
@@ -464,13 +508,20 @@ class Recorder(TorchDispatchMode):
         dense = _broadcast_copies(packet, in_tensors)
         if dense:
             self._record_copy(module, in_tensors, dense)
+        # A native library's own buffers (not PyTorch's allocator), and the GEMM's dense copies
+        # (made by PyTorch's allocator below the dispatcher): both live while the op runs.
         native = [(("native", len(self.events), j), n)
-                  for j, n in enumerate([*native_transients(packet, args, out_tensors),
-                                         *dense])]
+                  for j, n in enumerate(native_transients(packet, args, out_tensors))]
+        native += [(("copy", len(self.events), j), n) for j, n in enumerate(dense)]
         self.events.extend(native)
         for i, t in enumerate(out_tensors):
             if extra is not None and i == extra[0]:
                 self.track(t, category, module, nbytes=extra[1])
             else:
                 self.track(t, category, module)
+        if dense:
+            # The copies are alive with the op's outputs: the allocator's high-water mark (and
+            # torch.cuda.max_memory_allocated) holds both.
+            self.memory.add("transient", sum(dense))
+            self.memory.sub("transient", sum(dense))
         self.events.extend((k, 0) for k, _ in native)

@@ -49,7 +49,8 @@ class TraceResult:
     module_calls: dict = dataclasses.field(default_factory=dict)
     sdpa: dict = dataclasses.field(default_factory=dict)
     """``scaled_dot_product_attention`` calls per pseudo-module (``ModuleStack.sdpa``)."""
-    """Forward calls per module name."""
+    dropout: dict = dataclasses.field(default_factory=dict)
+    """Training ``F.dropout`` calls per calling module (``ModuleStack.dropout``)."""
     alloc_events: tuple[tuple[int, int], ...] = ()
     """Storages created and freed during the step, in order (``Recorder.events``)."""
     largest_gemm: tuple = ()
@@ -224,6 +225,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         alloc_events=tuple(recorder.events), largest_gemm=tuple(recorder.largest_gemm),
         views=dict(recorder.views),
         module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
+        dropout={k: {**v, "ops": {op: list(t) for op, t in v["ops"].items()}}
+                 for k, v in tracker.dropout.items()},
     )
 
 

@@ -249,6 +249,22 @@ def activation_parts(prof: ModelProfile, *, precision: str,
         if saving > 0:
             notes.append(f"attention as a fused kernel: {saving * scale / 2**30:.2f} GiB of the "
                          "traced math path's T x T tensors not kept")
+        # CUDA's native_dropout keeps a one-byte mask where the traced composite kept one in
+        # the input's dtype (:mod:`aiadvisor.costmodel.dropout`).
+        masks = {True: 0.0, False: 0.0}
+        for g in getattr(prof, "dropout", ()):
+            masks["*" in g.module] += g.elements * max(g.element_bytes - 1, 0)
+        if prof.num_blocks:
+            cut = min(masks[True] / prof.num_blocks, blk_batch - quad)
+            blk_batch -= cut
+            other_cut = min(masks[False], other_batch)
+        else:
+            cut, other_cut = 0.0, min(masks[True] + masks[False], other_batch)
+        other_batch -= other_cut
+        if cut or other_cut:
+            notes.append(f"dropout as CUDA's fused kernel: "
+                         f"{(cut * prof.num_blocks + other_cut) * scale / 2**20:.3g} MiB of "
+                         "masks kept in one byte an element instead of the input's dtype")
     return ActivationParts(
         batch_size=prof.batch_size, num_blocks=prof.num_blocks,
         block_per_batch_bytes=blk_batch * scale, block_quadratic_bytes=quad * scale,

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import aiadvisor as aa
-
 from aiadvisor.errors import UnsupportedPrecisionError
 from aiadvisor.recommend.memory import (
     activation_parts,
