@@ -424,8 +424,7 @@ def activation_memory(parts: ActivationParts, config: ParallelConfig, *,
 FOREACH_ADAM_TEMP_BYTES = 4
 
 
-def optimizer_step_bytes(prof: ModelProfile, config: ParallelConfig, *,
-                         precision: str) -> float:
+def optimizer_step_bytes(prof: ModelProfile, config: ParallelConfig) -> float:
     """Temporaries of the optimizer step on the fullest device of a GPU plan: foreach Adam/AdamW
     holds one FP32 list the size of the parameters it updates (its ZeRO shard from stage 1 on);
     none with a fused optimizer, another optimizer, or the optimizer offloaded to the host. The
@@ -470,7 +469,7 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
     activations, other = activation_memory(parts, config, micro_batch=micro_batch)
     # The optimizer step's peak (states + its temporaries) against backward's (states +
     # activations, autocast's weight copies, inputs): the larger one sets the device's peak.
-    step = optimizer_step_bytes(prof, config, precision=precision)
+    step = optimizer_step_bytes(prof, config)
     other = max(other, step - activations - states.gathered_bytes)
     return replace(states, activations_bytes=activations, other_bytes=other)
 

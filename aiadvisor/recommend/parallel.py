@@ -275,6 +275,12 @@ def _row_notes(row: PlanRow, prof: ModelProfile, spec: HardwareSpec) -> list[str
     elif not row.fits:
         notes.append(f"needs {fmt_bytes(row.memory.total_bytes)} per device, "
                      f"{fmt_bytes(usable_bytes(spec.memory_bytes or 0))} usable")
+    step = optimizer_step_bytes(prof, c)
+    m = row.memory
+    if step > 0 and m.other_bytes == step - m.activations_bytes - m.gathered_bytes:
+        notes.append(f"peaks in the optimizer step: {prof.optimizer}'s foreach update (PyTorch's "
+                     f"CUDA default) holds a {fmt_bytes(step)} list per device; fused=True "
+                     "holds none")
     if c.offload:
         per_node = row.memory.cpu_bytes * min(c.num_devices, DEVICES_PER_NODE)
         notes.append(f"host memory per node: {fmt_bytes(per_node)} for offloaded states")
@@ -358,7 +364,7 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
         parts_text.append(f"without offload it needs {n} devices (e.g. {config.label})")
     else:
         parts_text.append(f"no plan on up to {MAX_DEVICES} devices fits without offload")
-    if optimizer_step_bytes(prof, ParallelConfig(), precision=precision) > 0:
+    if optimizer_step_bytes(prof, ParallelConfig()) > 0:
         # torch.optim's foreach AdamW (its CUDA default) holds a 4-byte-per-parameter list in
         # step(); the fused implementation holds none.
         from .transforms import fused_optimizer

@@ -260,19 +260,31 @@ def test_the_foreach_adamw_step_sets_the_peak_when_activations_are_small():
     plan = ParallelConfig()
     # AMP without ZeRO: fp32 weights 4 + fp32 grads 4 + two moments 8, and foreach AdamW's
     # square-root list, 4 more bytes a parameter, at the step: 20 bytes a parameter.
-    assert optimizer_step_bytes(prof, plan, precision="bf16") == 4 * n
+    assert optimizer_step_bytes(prof, plan) == 4 * n
     mem = device_memory(prof, plan, precision="bf16")
     assert mem.total_bytes == pytest.approx(20 * n, rel=1e-6)
     # A fused optimizer builds no list: backward's peak (16 + autocast's 2-byte weight copies
     # + the small activations and inputs) is the peak.
     fused = device_memory(fused_optimizer(prof), plan, precision="bf16")
-    assert optimizer_step_bytes(fused_optimizer(prof), plan, precision="bf16") == 0
+    assert optimizer_step_bytes(fused_optimizer(prof), plan) == 0
     assert (fused.weights_bytes + fused.grads_bytes + fused.optimizer_bytes
             + fused.gathered_bytes) == 18 * n
     assert fused.total_bytes < 0.95 * mem.total_bytes
     # ZeRO-1 over 4 ranks: the step updates a quarter of the parameters.
-    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=1),
-                                precision="bf16") == n
+    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=1)) == n
     # Offloaded to the host: nothing of the step on the device.
-    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=2, offload=True),
-                                precision="bf16") == 0
+    assert optimizer_step_bytes(prof, ParallelConfig(dp_degree=4, zero_stage=2, offload=True)) == 0
+
+
+def test_a_plan_that_peaks_in_the_optimizer_step_says_so():
+    from aiadvisor.recommend.transforms import fused_optimizer
+
+    prof = _wide_mlp_profile()
+    rows = aa.plan_parallel(prof, hardware="H100 SXM", num_devices=1, precision="bf16")
+    note = "peaks in the optimizer step: adamw's foreach update"
+    assert note in rows.iloc[0]["notes"]
+    # 4 bytes x 8,396,800 parameters = 33,587,200 B = 32.03 MiB
+    assert "holds a 32.03 MiB list per device" in rows.iloc[0]["notes"]
+    fused = aa.plan_parallel(fused_optimizer(prof), hardware="H100 SXM", num_devices=1,
+                             precision="bf16")
+    assert note not in fused.iloc[0]["notes"]
