@@ -103,7 +103,8 @@ class MemoryBreakdown:
     a GPU's fused kernel does not keep, with training dropout masks at one byte an element
     (``native_dropout``; a CPU trace's composite keeps them in the input's dtype), and with the
     optimizer step as CUDA runs it (Adam's foreach update: one parameter-sized temporary list;
-    a CPU's for-loop holds two of one parameter's size) (None: as ``peak_bytes``)."""
+    a CPU's for-loop holds two of one parameter's size), and with the cuBLAS workspace PyTorch
+    takes from the caching allocator when the step has GEMMs (None: as ``peak_bytes``)."""
 
     def __post_init__(self) -> None:
         _check_nonneg(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..estimate.process_memory import process_estimate
+from ..estimate.process_memory import CUBLAS_WORKSPACE_BYTES, process_estimate
 from ..schema import (
     DropoutGroup,
     MemoryBreakdown,
@@ -87,10 +87,16 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     mask_saving = sum(g.elements * max(g.element_bytes - 1, 0) for g in dropout) \
         if train and not traced_on_cuda else 0.0
     cuda_peak = int(max(cuda_step_peak - fused_saving - mask_saving, 0))
-    process = process_estimate(static.get("process", {}), mode=static["mode"],
+    facts = static.get("process", {})
+    process = process_estimate(facts, mode=static["mode"],
                                peak_bytes=peak, weights_bytes=weights, inputs_bytes=inputs,
                                fused_attention_saving_bytes=int(fused_saving),
                                cuda_peak_bytes=cuda_peak)
+    # PyTorch (2.0 on) takes the cuBLAS workspace from the caching allocator at the first GEMM,
+    # so torch.cuda.max_memory_allocated() counts it too (pytorch/pytorch#95668: 8,519,680
+    # bytes after one Linear on an A10G).
+    if facts.get("cuda_gemms"):
+        cuda_peak += CUBLAS_WORKSPACE_BYTES["other"]
     memory = MemoryBreakdown(
         weights_bytes=weights, grads_bytes=grads if train else 0,
         optimizer_bytes=opt if train else 0,
