@@ -125,6 +125,9 @@ class ActivationParts:
     temporaries_bytes: float
     mode: str = "train"
     notes: tuple[str, ...] = ()
+    cuda_target: bool = False
+    """The plan runs on an NVIDIA/AMD GPU (fused attention and dropout; torch.optim's foreach
+    optimizer step, :func:`optimizer_step_bytes`)."""
 
     def at_batch(self, batch_size: int) -> ActivationParts:
         """The same parts for a (micro-)batch of ``batch_size`` samples (linear in the batch)."""
@@ -205,7 +208,9 @@ def activation_parts(prof: ModelProfile, *, precision: str,
     ``T x T`` probabilities and masks it saved for backward are not kept (the kernel keeps
     query, key, value, output and the log-sum-exp), so the blocks' quadratic part loses them
     (:func:`~aiadvisor.costmodel.attention.fused_memory_saving_bytes`). BERT-base training at
-    4 x 512 tokens in FP32: 1.65 GB of its 3.3 GB of activations."""
+    4 x 512 tokens in FP32: 1.65 GB of its 3.3 GB of activations. Such a target also keeps
+    training dropout masks in one byte an element, and its plans take torch.optim's foreach
+    step (``cuda_target``, :func:`optimizer_step_bytes`)."""
     scale = activation_element_bytes(precision) / dtype_bytes(prof.compute_dtype)
     notes = []
     if scale != 1:
@@ -255,11 +260,11 @@ def activation_parts(prof: ModelProfile, *, precision: str,
         for g in getattr(prof, "dropout", ()):
             masks["*" in g.module] += g.elements * max(g.element_bytes - 1, 0)
         if prof.num_blocks:
-            cut = min(masks[True] / prof.num_blocks, blk_batch - quad)
+            cut = min(masks[True] / prof.num_blocks, max(blk_batch - quad, 0.0))
             blk_batch -= cut
-            other_cut = min(masks[False], other_batch)
+            other_cut = min(masks[False], max(other_batch, 0.0))
         else:
-            cut, other_cut = 0.0, min(masks[True] + masks[False], other_batch)
+            cut, other_cut = 0.0, min(masks[True] + masks[False], max(other_batch, 0.0))
         other_batch -= other_cut
         if cut or other_cut:
             notes.append(f"dropout as CUDA's fused kernel: "
@@ -272,6 +277,7 @@ def activation_parts(prof: ModelProfile, *, precision: str,
         other_per_batch_bytes=other_batch * scale, other_fixed_bytes=other_fixed * scale,
         inputs_bytes=float(prof.memory.inputs_bytes),
         temporaries_bytes=prof.memory.temporaries_bytes * scale, notes=tuple(notes),
+        cuda_target=fused_attention,
     )
 
 
@@ -467,9 +473,9 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
         micro_batch = layout(config, prof.batch_size).micro_batch
     states = model_state_memory(prof, config, precision=precision)
     activations, other = activation_memory(parts, config, micro_batch=micro_batch)
-    # The optimizer step's peak (states + its temporaries) against backward's (states +
-    # activations, autocast's weight copies, inputs): the larger one sets the device's peak.
-    step = optimizer_step_bytes(prof, config)
+    # On a GPU, the optimizer step's peak (states + its temporaries) against backward's (states
+    # + activations, autocast's weight copies, inputs): the larger one sets the device's peak.
+    step = optimizer_step_bytes(prof, config) if parts.cuda_target else 0.0
     other = max(other, step - activations - states.gathered_bytes)
     return replace(states, activations_bytes=activations, other_bytes=other)
 

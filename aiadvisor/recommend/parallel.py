@@ -364,7 +364,7 @@ def advice_when_nothing_fits(prof: ModelProfile, spec: HardwareSpec, *, num_devi
         parts_text.append(f"without offload it needs {n} devices (e.g. {config.label})")
     else:
         parts_text.append(f"no plan on up to {MAX_DEVICES} devices fits without offload")
-    if optimizer_step_bytes(prof, ParallelConfig()) > 0:
+    if parts.cuda_target and optimizer_step_bytes(prof, ParallelConfig()) > 0:
         # torch.optim's foreach AdamW (its CUDA default) holds a 4-byte-per-parameter list in
         # step(); the fused implementation holds none.
         from .transforms import fused_optimizer

@@ -59,10 +59,15 @@ def test_ddp_replicates_every_state():
     assert (m.weights_bytes, m.grads_bytes, m.optimizer_bytes) == (4e9, 4e9, 8e9)
     assert m.gathered_bytes == 2e9
     assert m.activations_bytes == ACT
-    # Backward holds 4 + 4 + 8 + 2 GB + the activations (19.05 GB); foreach AdamW's step, after
-    # backward has freed them, holds the 16 GB of states and its 4 GB square-root list: 20 GB.
+    assert m.total_bytes == 4e9 + 4e9 + 8e9 + 2e9 + ACT
+    # On a GPU, backward holds 4 + 4 + 8 + 2 GB + the activations (19.05 GB); foreach AdamW's
+    # step, after backward has freed them, holds the 16 GB of states and its 4 GB square-root
+    # list: 20 GB. (A CPU plan runs the for-loop step: its small temporaries are the profile's.)
+    prof = make_profile(**HAND)
+    gpu = device_memory(prof, ParallelConfig(dp_degree=8), precision="bf16",
+                        parts=activation_parts(prof, precision="bf16", fused_attention=True))
     assert 4e9 + 4e9 + 8e9 + 2e9 + ACT < 20e9
-    assert m.total_bytes == 4e9 + 4e9 + 8e9 + 4e9
+    assert gpu.total_bytes == 4e9 + 4e9 + 8e9 + 4e9
 
 
 @pytest.mark.parametrize("stage,expected", [
@@ -258,14 +263,20 @@ def test_the_foreach_adamw_step_sets_the_peak_when_activations_are_small():
     n = 8 * (1024 * 1024 + 1024)
     assert prof.num_trainable_params == n
     plan = ParallelConfig()
-    # AMP without ZeRO: fp32 weights 4 + fp32 grads 4 + two moments 8, and foreach AdamW's
-    # square-root list, 4 more bytes a parameter, at the step: 20 bytes a parameter.
+    gpu = activation_parts(prof, precision="bf16", fused_attention=True)
+    # AMP without ZeRO on a GPU: fp32 weights 4 + fp32 grads 4 + two moments 8, and foreach
+    # AdamW's square-root list, 4 more bytes a parameter, at the step: 20 bytes a parameter.
     assert optimizer_step_bytes(prof, plan) == 4 * n
-    mem = device_memory(prof, plan, precision="bf16")
+    mem = device_memory(prof, plan, precision="bf16", parts=gpu)
     assert mem.total_bytes == pytest.approx(20 * n, rel=1e-6)
+    # On a CPU the for-loop step's temporaries (two of the largest parameter's size) are the
+    # profile's own; no list is added.
+    cpu_parts = activation_parts(prof, precision="bf16")
+    cpu = device_memory(prof, plan, precision="bf16", parts=cpu_parts)
+    assert cpu.other_bytes == pytest.approx(cpu_parts.inputs_bytes + cpu_parts.temporaries_bytes)
     # A fused optimizer builds no list: backward's peak (16 + autocast's 2-byte weight copies
     # + the small activations and inputs) is the peak.
-    fused = device_memory(fused_optimizer(prof), plan, precision="bf16")
+    fused = device_memory(fused_optimizer(prof), plan, precision="bf16", parts=gpu)
     assert optimizer_step_bytes(fused_optimizer(prof), plan) == 0
     assert (fused.weights_bytes + fused.grads_bytes + fused.optimizer_bytes
             + fused.gathered_bytes) == 18 * n
