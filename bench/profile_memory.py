@@ -18,13 +18,13 @@ the median over :data:`RSS_RUNS` fresh processes (the spread is printed).
 Goal: within 10 % in every case, no sign bias. The 8 ``RSS_CASES`` are the ones the model was
 developed against; the 4 ``HOLDOUT_CASES`` (LSTM, ViT, a 4096-wide MLP trained with SGD) were
 added after it and not tuned on. Writes ``bench/results/profile_memory_rss.json``.
-Last run (2026-12-03 19:25 UTC, 2-core shared development machine, load about 1, torch 2.13):
-tuned-on errors -10.4, -16.2 (ResNet-50 infer, train), -7.9, -8.2 (GPT-2), -2.8, -8.4
-(BERT-base), -1.1, -1.8 % (MLP): mean |error| 7.1 %, signed mean -7.1 %, 6/8 within 10 %;
-held out +7.5 (LSTM train), -4.1, -5.8 (ViT infer, train), -1.9 % (MLP, SGD): mean 4.8 %,
-signed -1.0 %, 4/4 within 10 %. Without the heap replay, the library probe and the first-step
-pages (the resident set before profiling plus the step's tensors): mean 11.7 % and 6.2 %. The
-measured side moves by up to ~5 % between runs (ResNet-50 train: 1613, 1659 and 1686 MiB).
+Last run (2026-12-06 10:55 UTC, 2-core shared development machine, torch 2.13): tuned-on
+errors -10.9, -14.3 (ResNet-50 infer, train), -7.0, -7.0 (GPT-2), -1.2, -8.1 (BERT-base), -1.0,
+-3.6 % (MLP): mean |error| 6.7 %, signed mean -6.7 %, 6/8 within 10 %; held out +7.4 (LSTM
+train), -4.8, -8.4 (ViT infer, train), -1.6 % (MLP, SGD): mean 5.5 %, signed -1.8 %, 4/4 within
+10 %. Without the heap replay, the library probe and the first-step pages (the resident set
+before profiling plus the step's tensors): mean 10.5 % and 6.6 %. The measured side moves by up
+to ~5 % between runs (ResNet-50 train: 1613, 1659 and 1686 MiB on 2026-12-03, 1647 today).
 """
 
 from __future__ import annotations
