@@ -12,7 +12,13 @@ from ..errors import InvalidArgumentError
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS
-from .attention import attention_backend, fused_memory_saving_bytes, fused_op_arrays, has_sdpa
+from .attention import (
+    attention_backend,
+    fused_memory_saving_bytes,
+    fused_op_arrays,
+    has_sdpa,
+    runs_cuda_kernels,
+)
 from .devices import SpecColumns, device_arrays, familiarity
 from .dropout import has_dropout
 from .facts import (
@@ -63,12 +69,6 @@ def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
 
 def _backend(prof: ModelProfile, spec: HardwareSpec, precision: str) -> str:
     return attention_backend(spec, precision) if has_sdpa(prof) else "none"
-
-
-def _gpu_kernels(spec: HardwareSpec) -> bool:
-    """Whether PyTorch runs its CUDA/ROCm kernels on ``spec`` (fused attention, fused
-    dropout), rather than the ops a CPU or meta trace recorded."""
-    return attention_backend(spec, "bf16") != "as traced"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -268,7 +268,7 @@ def _parts(prof, spec, precision, parallel, model, network, autocast: bool = Tru
         from ..hardware.host import host_costs
 
         host = [host_costs()]
-    fused = _gpu_kernels(spec)
+    fused = runs_cuda_kernels(spec)
     parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None, networks=[network], host_costs=host,
@@ -465,7 +465,7 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     note = _attention_note(prof, backend)
     if note:
         all_notes.append(note)
-    if has_dropout(prof) and _gpu_kernels(spec):
+    if has_dropout(prof) and runs_cuda_kernels(spec):
         calls = sum(g.calls for g in prof.dropout)
         all_notes.append(f"Dropout: {calls} training dropout call{'s' * (calls != 1)} costed as "
                          "PyTorch's fused "
@@ -646,7 +646,7 @@ def _table_parts(prof, specs, precision, parallel, devs, model, networks=None,
                  autocast: bool = True) -> StepParts:
     """Step parts of every device; NVIDIA/AMD GPUs get the op arrays as their kernels run
     (fused attention and dropout: :func:`_ops`), the others the traced ones."""
-    fused = np.array([_gpu_kernels(s) for s in specs])
+    fused = np.array([runs_cuda_kernels(s) for s in specs])
     measured = precision in MEASURED_PRECISIONS
     hosts = _cpu_host_costs(specs)
     if fused.all() or not fused.any():

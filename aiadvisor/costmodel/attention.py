@@ -27,10 +27,17 @@ SDPA_SUFFIX = "[sdpa]"
 FUSED_VENDORS = CUDA_VENDORS
 
 
+def runs_cuda_kernels(spec) -> bool:
+    """Whether PyTorch runs its CUDA/ROCm kernels on ``spec`` (NVIDIA/AMD GPUs): fused
+    attention, fused dropout (:mod:`.dropout`), rather than the ops a CPU or meta trace
+    recorded."""
+    return spec.kind == "gpu" and spec.vendor.upper() in FUSED_VENDORS
+
+
 def attention_backend(spec, precision: str) -> str:
     """The SDPA backend PyTorch runs on ``spec`` at ``precision``: ``flash`` (NVIDIA/AMD GPU,
     16-bit or FP8 compute), ``mem-efficient`` (the same GPUs in FP32/TF32) or ``as traced``."""
-    if spec.kind == "gpu" and spec.vendor.upper() in FUSED_VENDORS:
+    if runs_cuda_kernels(spec):
         return "mem-efficient" if precision in ("fp32", "tf32") else "flash"
     return "as traced"
 

@@ -503,9 +503,9 @@ class PartsSource:
 
     def for_spec(self, spec) -> PartsSource:
         """This source as ``spec`` runs attention (the same cache: keyed by the flag)."""
-        from ..costmodel.attention import attention_backend
+        from ..costmodel.attention import runs_cuda_kernels
 
-        fused = attention_backend(spec, "bf16") != "as traced"
+        fused = runs_cuda_kernels(spec)
         if fused == self.fused_attention:
             return self
         return PartsSource(self.prof, batch_size=self.batch_size, cache=self._cache,

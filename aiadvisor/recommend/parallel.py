@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..costmodel.attention import attention_backend
+from ..costmodel.attention import runs_cuda_kernels
 from ..errors import InvalidArgumentError, check_choice
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import PRECISIONS, fmt_bytes
@@ -474,8 +474,7 @@ def plan_parallel(prof: ModelProfile, *, hardware: str | HardwareSpec, num_devic
     return plan_parallel_table(prof, spec=spec, num_devices=num_devices, precision=precision,
                                parts=activation_parts(
                                    prof, precision=precision,
-                                   fused_attention=attention_backend(spec, precision)
-                                   != "as traced"),
+                                   fused_attention=runs_cuda_kernels(spec)),
                                predictor=Predictor(fabric=fabric, node_size=node_size),
                                ep_degrees=ep, moe_imbalance=imbalance, nic_gbs_per_node=nic,
                                virtual_stages=virtual_stages)
