@@ -62,9 +62,9 @@ class Report:
         mode (bf16, else fp16, else tf32, else fp32: its ``precision`` column); with one, that
         precision (or the nearest the device supports). ``attrs["precision_note"]`` says which.
     precision : pandas.DataFrame
-        fp32 ... nf4 (fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int4, nf4) on the chosen
-        device: support, memory, predicted speedup, numerical risk; ``notes`` says which block
-        format mxfp8/fp4 mean there (NVFP4 or MXFP4) and why fp4 is not offered for training.
+        fp32 ... nf4 (fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int8wo, int4, nf4) on the
+        chosen device: support, memory, predicted speedup, numerical risk; ``notes`` says which
+        block format mxfp8/fp4 mean there (NVFP4 or MXFP4) and why fp4 is not offered for training.
     parallel : pandas.DataFrame
         :func:`aiadvisor.plan_parallel` for the chosen device and number of devices.
     recommendations : list of Recommendation

@@ -213,8 +213,8 @@ class HardwareSpec:
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak for ``precision`` (TFLOP/s, or TOP/s for integer formats); None if the
-        device has no full-rate engine for it. int4/nf4 weight-only formats compute in 16 bit;
-        mxfp8 runs at the FP8 peak where the device has block-scaled (MX) tensor cores."""
+        device has no full-rate engine for it. int8wo/int4/nf4 weight-only formats compute in 16
+        bit; mxfp8 runs at the FP8 peak where the device has block-scaled (MX) tensor cores."""
         if precision not in PRECISIONS:
             raise InvalidArgumentError(
                 f"precision={precision!r} is not valid: expected one of {', '.join(PRECISIONS)}."
@@ -222,7 +222,8 @@ class HardwareSpec:
         required = PRECISION_REQUIRES.get(precision)
         if required is not None and getattr(self, required) is None:
             return None
-        # NF4 has no column of its own: its GEMMs run in BF16 on dequantised weights.
+        # NF4 and INT8WO have no column of their own: their GEMMs run in BF16 on dequantised
+        # weights.
         column = PRECISION_COLUMN[precision] or PRECISION_COLUMN["bf16"]
         return getattr(self, column)
 

@@ -92,9 +92,11 @@ def predict_generation(model_or_profile: Any, example_inputs: Any = None, *,
         Devices in total: ``num_devices / tp`` replicas of ``tp`` devices each.
     tp : int, optional
         Tensor-parallel degree (default ``num_devices``); must divide the KV heads.
-    weight_precision : {"fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "nf4"}
-        Format of the linear layers' weights (int8/int4/nf4 are weight-only formats; fp4 is
-        W4A4 NVFP4 or MXFP4, the device's format, where it has FP4 tensor cores).
+    weight_precision : {"fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int8wo", "int4", "nf4"}
+        Format of the linear layers' weights. int8 is W8A8 (weights and activations in int8 on
+        the INT8 engine: SmoothQuant checkpoints); int8wo (W8A16: EETQ, TensorRT-LLM W8A16,
+        GPTQ 8-bit, llama.cpp Q8_0), int4 and nf4 are weight-only formats that multiply in 16
+        bit; fp4 is W4A4 NVFP4 or MXFP4, the device's format, where it has FP4 tensor cores.
     kv_precision : {"fp32", "bf16", "fp16", "fp8", "int8"}, optional
         KV cache format (default: the model's 16-bit dtype; fp8 with fp4 weights where the
         device has FP8).

@@ -33,8 +33,8 @@ FP4_FORMAT_BITS = {"nvfp4": 4 + 8 / NVFP4_BLOCK_SIZE, "mxfp4": 4 + 8 / MX_BLOCK_
 #: Bits per stored weight, quantization constants included (what weight memory and weight reads
 #: are sized with, everywhere: profiler, planner, cost model, tactics):
 #:
-#: * fp8 and int8 (per-tensor or per-output-channel scales): one 16- or 32-bit scale per row
-#:   of thousands of weights, under 0.01 bit each: 8 bits.
+#: * fp8, int8 and int8wo (per-tensor or per-output-channel scales): one 16- or 32-bit scale
+#:   per row of thousands of weights, under 0.01 bit each: 8 bits.
 #: * mxfp8: 8 bits + one E8M0 scale per 32: 8 + 8/32 = 8.25 bits.
 #: * fp4: the device's 4-bit float format; NVFP4 (NVIDIA Blackwell: TensorRT-LLM, Transformer
 #:   Engine, vLLM) at 4.5 bits here, the larger of the two. MXFP4 devices (AMD CDNA4, AWS
@@ -56,6 +56,7 @@ WEIGHT_BITS = {
     "mxfp8": 8 + 8 / MX_BLOCK_SIZE,
     "fp4": FP4_FORMAT_BITS["nvfp4"],
     "int8": 8.0,
+    "int8wo": 8.0,
     "int4": 4 + (16 + 16) / QUANT_GROUP_SIZE["int4"],
     "nf4": 4 + 8 / QUANT_GROUP_SIZE["nf4"] + 32 / (QUANT_GROUP_SIZE["nf4"] * 256),
 }
@@ -66,8 +67,13 @@ WEIGHT_BYTES = {p: bits / 8 for p, bits in WEIGHT_BITS.items()}
 
 #: ``mxfp8``: FP8 with MX block scales (the TransformerEngine ``MXFP8BlockScaling`` recipe),
 #: at the FP8 peak on block-scaled tensor cores. ``fp4``: W4A4 in the device's 4-bit float
-#: format (NVFP4 or MXFP4), inference and serving only.
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4")
+#: format (NVFP4 or MXFP4), inference and serving only. ``int8`` is W8A8 (weights and
+#: activations in int8, on the INT8 matrix engine: SmoothQuant, torchao's dynamic int8);
+#: ``int8wo`` is weight-only int8 (W8A16: torchao ``Int8WeightOnlyConfig``, TensorRT-LLM W8A16,
+#: EETQ, GPTQ 8-bit, llama.cpp Q8_0), which reads 8-bit weights and multiplies in 16 bit, like
+#: the 4-bit weight-only formats int4 and nf4.
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int8wo", "int4",
+              "nf4")
 MODES = ("train", "infer")
 #: Modes ``advise`` and ``%advise`` take: the profiled steps, and ``generate`` (LLM prefill +
 #: decode, captured with ``aa.profile_generation``; its prompt forward is an ``infer`` profile).
@@ -97,12 +103,13 @@ FUSED_SUFFIX = "[fused]"
 
 #: Hardware-spec column holding each precision's dense peak (TFLOP/s; TOP/s for the integer
 #: formats). The one copy: the schema, the catalog, the support levels and the benchmark read it.
-#: NF4 has no engine anywhere (weights are dequantised to 16 bit), so it has no column. MXFP8
+#: NF4 and INT8WO have no engine of their own (weights are dequantised to 16 bit), so they
+#: have no column. MXFP8
 #: runs at the FP8 peak, but only on block-scaled (MX) tensor cores: :data:`PRECISION_REQUIRES`.
 PRECISION_COLUMN = {
     "fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops",
     "fp16": "fp16_tflops", "fp8": "fp8_tflops", "mxfp8": "fp8_tflops", "fp4": "fp4_tflops",
-    "int8": "int8_tops", "int4": "int4_tops", "nf4": None,
+    "int8": "int8_tops", "int8wo": None, "int4": "int4_tops", "nf4": None,
 }
 #: A second column that must hold a figure before a precision counts as native. MXFP8 needs the
 #: block-scaled matrix engine that every device with a dense FP4 figure in the catalog has:

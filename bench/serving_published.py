@@ -70,6 +70,16 @@ llama.cpp of 2023 and TGI 1.0.3 launch more kernels a layer than an engine that 
 torchao signed +4 -> +9 % (its FP8 rows +23 / +42 %), batched throughput MAPE 108 -> 128 % on
 the TGI 1.0.3 rows.
 
+Seventh pass (2026-12-06, later): a weight-only int8 format, ``int8wo`` (W8A16: 8-bit weights,
+16-bit activations and multiply, prefill at the 16-bit rate), beside ``int8``, which stays
+W8A8 on the INT8 engine. Five rows were relabelled int8 -> int8wo from what their sources ran,
+not from their errors: torchao's ``int8wo`` technique (torchao-02/05/08) and llama.cpp's Q8_0
+(pr4766-03/04: the CUDA backend of January 2024 decoded through its quantised matrix-vector
+kernels and dequantised a prompt of more than 32 rows to fp16 for cuBLAS); bitsandbytes'
+LLM.int8() rows stay int8. pr4766-03 (Q8_0 prefill on an RTX 4090) went +254 -> +30 %;
+prefill/TTFT MAPE 84 -> 75 %, 13 -> 14 of 23 within 30 %; batch-1 decode MAPE 20.5 -> 20.4 %
+(the int8wo decode rows move -7..+1 %: their GEMVs' compute side now runs at the 16-bit rate).
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same
@@ -82,7 +92,8 @@ SageMaker and optimum tables average it); ``throughput_tok_s`` = output tokens p
 the batch, prefill included (``GenerationPrediction.tokens_per_s``).
 
 Bits per weight. The cost model's formats are int4 = 4.25 bits (group 128, fp16 scale and
-zero), int8 = 8, nf4 = 4.13 (double quantisation), and it keeps the vocabulary head in 16 bit.
+zero), int8 and int8wo = 8, nf4 = 4.13 (double quantisation), and it keeps the vocabulary
+head in 16 bit.
 Sources differ: llama.cpp Q4_0 is 4.5 bits with a Q6_K (6.56-bit) output matrix, Q8_0 8.5,
 Q4_K_M 4.89; MLC q4f16_1 4.5 with the head quantised; torchao int4wo-64 4.5 with the head
 quantised (its README prints the bytes read per token). Each row is predicted with the
@@ -540,7 +551,8 @@ def bandwidth_fractions(rows: list[Row]) -> None:
 #: Alternative pricings that test the hypotheses of the report, printed beside the shipped
 #: prediction (never used in the summaries): (label, row filter, request overrides).
 SENSITIVITIES = (
-    ("prefill of weight-only int4/int8/nf4 priced at the 16-bit rate (weight_precision=fp16)",
+    ("prefill of int4/nf4 (weight-only) and int8 (W8A8) priced at the 16-bit rate "
+     "(weight_precision=fp16)",
      lambda r: r.metric in ("prefill_tok_s", "ttft_s") and r.weight_format in
      ("int4", "int8", "nf4"), {"weight_precision": "fp16"}),
     ("TGI 1.0.3 rows priced with graph replay (engine='engine', how they were priced before "

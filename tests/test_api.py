@@ -51,7 +51,7 @@ def test_report_fields(report):
                               "mode": "train", "budget_usd_per_hour": None, "price": None}
     assert len(report.hardware) == len(aa.hardware.all_specs())
     assert list(report.precision["precision"]) == ["fp32", "tf32", "bf16", "fp16", "fp8",
-                                                   "mxfp8", "fp4", "int8", "int4", "nf4"]
+                                                   "mxfp8", "fp4", "int8", "int8wo", "int4", "nf4"]
     assert report.parallel.iloc[0]["strategy"] == "ddp"
     assert report.recommendations and all(isinstance(r, Recommendation)
                                           for r in report.recommendations)

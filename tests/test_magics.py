@@ -105,7 +105,7 @@ def test_unknown_option_suggests_the_close_option(ip):
       "'train'?")),
     ("%advise model x --precision bf61",
      ("--precision 'bf61' is not valid: expected one of fp32, tf32, bf16, fp16, fp8, mxfp8, "
-      "fp4, int8, int4, nf4. Did you mean 'bf16'?")),
+      "fp4, int8, int8wo, int4, nf4. Did you mean 'bf16'?")),
     ("%advise model x --devices 0", "--devices 0 is not valid: expected an integer >= 1."),
     ("%advise model x --batch -2", "--batch -2 is not valid: expected an integer >= 1."),
     ("%advise model x --node-size 0", "--node-size 0 is not valid: expected an integer >= 1."),
@@ -155,8 +155,8 @@ def test_config_sets_the_price_rule_advise_uses(ip):
         1599 / 17520 + 0.0675)
 
 
-_PRECISION_CHOICES = ("'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'mxfp8', 'fp4', 'int8', 'int4', "
-                      "'nf4'")
+_PRECISION_CHOICES = ("'fp32', 'tf32', 'bf16', 'fp16', 'fp8', 'mxfp8', 'fp4', 'int8', 'int8wo', "
+                      "'int4', 'nf4'")
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -68,3 +68,33 @@ def test_fp32_trace_predicted_in_4_bit_reads_the_same_weight_bytes(precision):
     expected = HAND_GEMM_ACTIVATION_BYTES + GEMM_WEIGHT_BYTES.get(precision,
                                                                   HAND_WEIGHT_BYTES[precision])
     assert _cost_model_forward_gemm_bytes(prof, precision) == pytest.approx(expected, rel=1e-9)
+
+
+def test_weight_only_int8_reads_one_byte_weights_and_16_bit_activations():
+    # int8wo (W8A16): the 196608 weights at one byte each (per-channel scales, under 0.01 bit a
+    # weight), the GEMM activations in 16 bit as in the 4-bit formats; int8 (W8A8) feeds its
+    # INT8 engine one-byte activations too: 360448 elements x 1 byte.
+    model, x = _model_and_input()
+    prof = aa.profile(model, x, mode="infer", precision="int8wo")
+    assert prof.memory.weights_bytes == NUM_PARAMS
+    assert device_memory(prof, ParallelConfig(), precision="int8wo").weights_bytes == NUM_PARAMS
+    assert _cost_model_forward_gemm_bytes(prof, "int8wo") == pytest.approx(
+        HAND_GEMM_ACTIVATION_BYTES + NUM_PARAMS, rel=1e-9)
+    assert _cost_model_forward_gemm_bytes(prof, "int8") == pytest.approx(
+        HAND_GEMM_ACTIVATION_BYTES / 2 + NUM_PARAMS, rel=1e-9)
+
+
+def test_precision_table_offers_weight_only_int8_for_inference_only():
+    # The A100 has a BF16 engine (312 TFLOP/s) and an INT8 one (624 TOP/s): int8 (W8A8) runs on
+    # the latter, int8wo on the former, and neither trains.
+    model, x = _model_and_input()
+    infer = aa.advise(model, x, mode="infer", hardware="A100 SXM4 80GB").precision
+    train = aa.advise(model, x, mode="train", hardware="A100 SXM4 80GB").precision
+    rows = infer.set_index("precision")
+    assert rows.loc["int8wo", "usable"] and rows.loc["int8wo", "support"] == "emulated"
+    assert rows.loc["int8wo", "notes"] == "weight-only: stored in 8 bits, computed in 16 bit"
+    assert rows.loc["int8", "support"] == "full"
+    assert rows.loc["int8wo", "memory_per_device_bytes"] < rows.loc["bf16",
+                                                                     "memory_per_device_bytes"]
+    trained = train.set_index("precision").loc["int8wo"]
+    assert not trained["usable"] and "not for training" in trained["notes"]

@@ -981,8 +981,8 @@ server = subprocess.Popen(command)
 SERVE_SGLANG = '''\
 # Assumes: $model is a Hugging Face causal LM. pip install "sglang[all]" (NVIDIA/AMD GPU).
 # Starts SGLang's OpenAI-compatible server (port 30000) from the notebook; the same command runs
-# in a terminal. --quantization fp8 quantizes 16-bit weights while loading; awq and w8a8_int8
-# need a checkpoint quantized that way. Stop it with server.terminate().
+# in a terminal. --quantization fp8 quantizes 16-bit weights while loading; awq, gptq and
+# w8a8_int8 need a checkpoint quantized that way. Stop it with server.terminate().
 import shlex
 import subprocess
 

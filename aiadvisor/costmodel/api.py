@@ -320,8 +320,10 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     hardware : str or HardwareSpec
         A catalog name (``"H100"``), a spec, or ``"local"`` (the attached device, benchmarked
         once; its measured matmul curve and bandwidth replace the learned efficiency).
-    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4"}
-        Compute precision. The profile's bytes are converted from its traced dtype (see
+    precision : str
+        Compute precision: one of fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8 (W8A8, on the
+        INT8 engine), int8wo, int4, nf4 (weight-only formats, computed in 16 bit). The
+        profile's bytes are converted from its traced dtype (see
         :mod:`aiadvisor.costmodel.precision`); GEMMs use that precision's dense peak. ``fp4``
         (W4A4 in NVFP4 or MXFP4, the device's format) is for inference only.
     num_devices : int
@@ -580,8 +582,8 @@ def predict_table(prof: ModelProfile, *, specs: Sequence[HardwareSpec] | None = 
     specs : sequence of HardwareSpec, optional
         Devices (default: every catalog row, :func:`aiadvisor.hardware.all_specs`).
     precisions : sequence of str, optional
-        Default: all of ``fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int4, nf4`` (fp4
-        left out for a training profile).
+        Default: all of ``fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int8wo, int4,
+        nf4`` (fp4 left out for a training profile).
     num_devices : int
         Devices per configuration; without ``parallel`` the batch is split data-parallel (DDP).
     parallel : ParallelConfig, optional

@@ -11,9 +11,9 @@ time per output token, priced by the same learned cost model as training and inf
   ``prompt_len + output_len / 2`` (the step time is linear in the context). That is how a
   serving engine runs it (``engine="engine"``: a paged cache written in place, the memory-bound
   ops fused one kernel per module, q/k/v and gate/up as one GEMM each, the step replayed as a
-  CUDA graph whose kernels keep their own fixed GPU cost; weight-only int4/nf4 GEMMs multiply
-  in 16 bit, nf4 through bitsandbytes' dequantise-then-GEMM path wherever a call has more than
-  one row, and the prompt's logits are computed for its last token only). Plain PyTorch /
+  CUDA graph whose kernels keep their own fixed GPU cost; weight-only int8wo/int4/nf4 GEMMs
+  multiply in 16 bit, nf4 through bitsandbytes' dequantise-then-GEMM path wherever a call has
+  more than one row, and the prompt's logits are computed for its last token only). Plain PyTorch /
   transformers ``generate`` (``engine="eager"``) is priced on the model's own decode step as
   traced with its cache (:class:`~aiadvisor.schema.DecodeStep`): there each layer re-copies its
   whole cache with ``torch.cat`` every step (the built-in decoders, transformers'
@@ -63,7 +63,7 @@ from .predict import op_times
 #: Weight formats a served model may use (fp32 only where nothing narrower runs). ``fp4`` is
 #: W4A4 in the device's 4-bit float format (NVFP4 on NVIDIA Blackwell, MXFP4 on AMD CDNA4 and
 #: AWS Trainium3), where the device has FP4 tensor cores.
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "nf4")
+WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int8wo", "int4", "nf4")
 #: KV cache formats engines store (vLLM: auto/fp8; LMDeploy and TensorRT-LLM: int8 too).
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8")
 KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -594,10 +594,16 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
                      "checkpoint quantized to that format (NVIDIA Model Optimizer, "
                      "llm-compressor, AMD Quark).")
     elif weight_precision == "int8":
-        notes.append("int8: priced on the INT8 matmul engine (W8A8, e.g. SmoothQuant "
-                     "checkpoints); weight-only INT8 kernels (GPTQ 8-bit, EETQ) decode at about "
-                     "the same speed but prefill at the 16-bit rate. Embeddings, norms and the "
-                     "vocabulary head stay in 16 bit.")
+        notes.append("int8: W8A8, weights and activations in int8 on the INT8 matmul engine "
+                     "(SmoothQuant-style checkpoints: llm-compressor, TensorRT-LLM "
+                     "W8A8_SQ); weight-only int8 (EETQ, GPTQ 8-bit, TensorRT-LLM W8A16) is "
+                     "'int8wo', which decodes at about the same speed but prefills at the "
+                     "16-bit rate. Embeddings, norms and the vocabulary head stay in 16 bit.")
+    elif weight_precision == "int8wo":
+        notes.append("int8wo is a weight-only format (W8A16: EETQ, GPTQ 8-bit, TensorRT-LLM "
+                     "W8A16, torchao int8 weight-only, llama.cpp Q8_0): kernels read the 8-bit "
+                     "weights and multiply in 16 bit, so prefill runs at the 16-bit rate. "
+                     "Embeddings, norms and the vocabulary head stay in 16 bit.")
     if gp.prefill.moe is not None:
         notes.append(_moe_note(gp, batch_size))
     context = prompt_len + output_len / 2

@@ -5,10 +5,10 @@ precision converts each op's bytes by element size:
 
 * GEMM-like ops (gemm, conv, attention) read and write activations and weights in the compute
   dtype: an FP32 trace predicted in BF16 halves their bytes (4 -> 2 bytes per element); FP8 and
-  INT8 feed the matrix engine one byte per element (MXFP8 1.03: a scale per 32); FP4 is W4A4:
-  weights and activations at 4.5 bits (NVFP4; MXFP4 devices 4.25, through
-  :attr:`~aiadvisor.costmodel.devices.DeviceArrays.gemm_bytes_scale`); INT4/NF4 are weight-only
-  formats: activations stay 16 bit and only the weights shrink (see
+  INT8 (W8A8) feed the matrix engine one byte per element (MXFP8 1.03: a scale per 32); FP4 is
+  W4A4: weights and activations at 4.5 bits (NVFP4; MXFP4 devices 4.25, through
+  :attr:`~aiadvisor.costmodel.devices.DeviceArrays.gemm_bytes_scale`); INT8WO/INT4/NF4 are
+  weight-only formats: activations stay 16 bit and only the weights shrink (see
   :func:`weight_bytes_per_element`).
 * Memory-bound ops (elementwise, norms, embedding) move 16-bit activations under BF16/FP16 and
   under the 8/4-bit formats (their activations are 16 bit), except the ops autocast keeps in FP32
@@ -31,7 +31,7 @@ from ..units import PRECISIONS, WEIGHT_BYTES
 #: carry their scales (:data:`~aiadvisor.units.WEIGHT_BYTES`: MXFP8 8.25 bits, FP4 4.5 bits).
 GEMM_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0,
                   "mxfp8": WEIGHT_BYTES["mxfp8"], "fp4": WEIGHT_BYTES["fp4"], "int8": 1.0,
-                  "int4": 2.0, "nf4": 2.0}
+                  "int8wo": 2.0, "int4": 2.0, "nf4": 2.0}
 #: Bytes per element of the attention core's operands (Q, K, V, scores, whether one fused op or
 #: eager batched GEMMs): the GEMM operand size, except under FP4, where only the linear layers
 #: are W4A4 and attention runs in 16 bit (the NVFP4 recipes quantize linear layers: NVIDIA
@@ -40,7 +40,7 @@ ATTENTION_ACT_BYTES = {**GEMM_ACT_BYTES, "fp4": 2.0}
 #: Bytes per element of activations outside the GEMMs (norms, activations, residuals stay 16 bit
 #: under the 8- and 4-bit formats).
 MEMORY_ACT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "mxfp8": 2.0,
-                    "fp4": 2.0, "int8": 2.0, "int4": 2.0, "nf4": 2.0}
+                    "fp4": 2.0, "int8": 2.0, "int8wo": 2.0, "int4": 2.0, "nf4": 2.0}
 DTYPE_BYTES = {"float32": 4.0, "float64": 8.0, "bfloat16": 2.0, "float16": 2.0,
                "float8_e4m3fn": 1.0, "float8_e5m2": 1.0}
 
@@ -54,15 +54,19 @@ AUTOCAST_FP32_OPS = frozenset({
     "aten.native_batch_norm", "aten.native_batch_norm_backward", "aten._fused_rms_norm",
 })
 
+#: Weight-only formats: 8- or 4-bit weights, activations and the multiply in 16 bit.
+WEIGHT_ONLY = ("int8wo", "int4", "nf4")
+
 #: Precisions a device may run GEMMs in natively, in order of preference when suggesting a
 #: replacement for an unsupported one (nearest first).
 NEAREST = {
     "fp4": ("fp8", "int4", "nf4", "int8", "bf16", "fp16", "fp32"),
     "mxfp8": ("fp8", "bf16", "fp16", "int8", "tf32", "fp32"),
     "fp8": ("bf16", "fp16", "int8", "tf32", "fp32"),
-    "int8": ("fp8", "bf16", "fp16", "fp32"),
-    "int4": ("nf4", "int8", "fp8", "bf16", "fp16", "fp32"),
-    "nf4": ("int4", "int8", "bf16", "fp16", "fp32"),
+    "int8": ("int8wo", "fp8", "bf16", "fp16", "fp32"),
+    "int8wo": ("int8", "fp8", "bf16", "fp16", "fp32"),
+    "int4": ("nf4", "int8wo", "int8", "fp8", "bf16", "fp16", "fp32"),
+    "nf4": ("int4", "int8wo", "int8", "bf16", "fp16", "fp32"),
     "bf16": ("fp16", "tf32", "fp32"),
     "fp16": ("bf16", "tf32", "fp32"),
     "tf32": ("fp32", "bf16", "fp16"),
@@ -81,17 +85,20 @@ def _positive(value: float | None) -> float | None:
 def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     """Dense peak of the engine that runs GEMMs in ``precision`` on ``spec``; None if none.
 
-    INT4 and NF4 are weight-only formats (GPTQ/AWQ, bitsandbytes): the kernels dequantise the
-    weights and multiply in 16 bit, so they run on the BF16 (else FP16) engine even where the
-    device has INT4 tensor cores (an ``int4_tops`` figure is for W4A4 kernels, which serving
-    stacks do not use); a device without a 16-bit figure dequantises to its FP32 units
-    (llama.cpp on Jetson, CPUs).
+    INT8WO, INT4 and NF4 are weight-only formats (W8A16: torchao int8 weight-only, EETQ,
+    TensorRT-LLM W8A16; GPTQ/AWQ; bitsandbytes): the kernels dequantise the weights and multiply
+    in 16 bit, so they run on the BF16 (else FP16) engine even where the device has INT8/INT4
+    tensor cores (an ``int4_tops`` figure is for W4A4 kernels, which serving stacks do not use);
+    a device without a 16-bit figure dequantises to its FP32 units (llama.cpp on Jetson, CPUs).
 
     >>> from aiadvisor.hardware import get
     >>> gemm_peak_tflops(get("RTX 4090"), "int4") == get("RTX 4090").bf16_tflops
     True
+    >>> a100 = get("A100 80GB SXM")
+    >>> gemm_peak_tflops(a100, "int8wo"), gemm_peak_tflops(a100, "int8")   # W8A16, W8A8
+    (312.0, 624.0)
     """
-    if precision in ("int4", "nf4"):
+    if precision in WEIGHT_ONLY:
         return (_positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
                 or _positive(spec.fp32_tflops))
     return _positive(spec.peak_tflops(precision))

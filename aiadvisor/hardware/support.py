@@ -35,7 +35,8 @@ FALLBACKS = {
     "fp32": (), "tf32": ("fp32",), "bf16": ("fp32",), "fp16": ("fp32",),
     "fp8": ("bf16", "fp16", "fp32"), "mxfp8": ("fp8", "bf16", "fp16", "fp32"),
     "fp4": ("fp8", "bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
-    "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32"),
+    "int8wo": ("bf16", "fp16", "fp32"), "int4": ("int8", "bf16", "fp16", "fp32"),
+    "nf4": ("bf16", "fp16", "fp32"),
 }
 
 
@@ -112,8 +113,8 @@ def support_matrix(catalog: pd.DataFrame | str | os.PathLike | None = None) -> p
     Returns
     -------
     pandas.DataFrame
-        Index: device names; columns: ``fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int4,
-        nf4``; values
+        Index: device names; columns: ``fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8,
+        int8wo, int4, nf4``; values
         ``"full"``, ``"emulated"`` or ``"unknown"`` (see :data:`SUPPORT_LEVELS`). A blank
         catalog cell can also mean "not published" (e.g. the A10G), which shows as unknown or
         emulated: the matrix never claims more than the table holds.

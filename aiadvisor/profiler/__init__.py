@@ -55,7 +55,8 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
         under ``torch.no_grad()``.
     optimizer : {"adamw", "adam", "sgd", "sgd_momentum", "none"}
         Optimizer whose state and step are added in training.
-    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "int8", "int4", "nf4"}
+    precision : str
+        One of fp32, tf32, bf16, fp16, fp8, mxfp8, fp4, int8, int8wo, int4, nf4.
         ``bf16``/``fp16`` trace under ``torch.autocast`` (mixed precision with FP32 master
         weights in training; half-precision weights in inference). 8- and 4-bit formats store
         weight matrices in that many bits, block scales included (inference), and trace in
@@ -396,6 +397,7 @@ _WEIGHT_NOTE = {
            f"{NVFP4_BLOCK_SIZE}; MXFP4 devices store {FP4_FORMAT_BITS['mxfp4']:g}), other "
            "tensors 2 bytes",
     "int8": "weight matrices 1 byte, other tensors 2 bytes",
+    "int8wo": "weight matrices 1 byte (weight-only), other tensors 2 bytes",
     "int4": f"weight matrices {WEIGHT_BITS['int4']:.3g} bits (4 bits + a 16-bit scale and zero "
             f"point per group of {QUANT_GROUP_SIZE['int4']}), other tensors 2 bytes",
     "nf4": f"weight matrices {WEIGHT_BITS['nf4']:.3g} bits (4 bits + a double-quantized absmax "

@@ -19,7 +19,7 @@ from .recorder import Agg, ModuleStack, Recorder
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16,
                    "mxfp8": torch.bfloat16, "fp4": torch.bfloat16, "int8": torch.bfloat16,
-                   "int4": torch.bfloat16, "nf4": torch.bfloat16}
+                   "int8wo": torch.bfloat16, "int4": torch.bfloat16, "nf4": torch.bfloat16}
 
 
 @dataclass

@@ -198,7 +198,7 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
                      "format; predictions use fp32 and are unreliable.")
         return "fp32"
     if chosen != requested:
-        if mode == "train" and requested in ("int8", "int4", "nf4"):
+        if mode == "train" and requested in ("int8", "int8wo", "int4", "nf4"):
             why = "it is a weight-only inference format"
         elif mode == "train" and requested == "fp4":
             why = "fp4 is offered for inference and serving only"

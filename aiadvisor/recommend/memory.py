@@ -44,7 +44,7 @@ _MIXED = ("bf16", "fp16", "fp8", "mxfp8")
 #: parallelism keeps whole on every rank: 10 of 34 (Korthikanti et al. 2022, sec. 4.1).
 NO_SP_WHOLE_SHARE = 10 / 34
 _FULL = ("fp32", "tf32")
-_WEIGHT_ONLY = ("int8", "int4", "nf4")
+_WEIGHT_ONLY = ("int8", "int8wo", "int4", "nf4")
 
 #: Optimizer bytes per trainable parameter: (fp32 training, mixed precision). Mixed precision
 #: adds a 4-byte fp32 master copy to each (the optimizer updates the master, ZeRO section 3).

@@ -42,9 +42,12 @@ RISKS = {
             ("NVFP4 (a scale per 16 + a tensor scale) or MXFP4 (a scale per 32) checkpoints "
              "from NVIDIA Model Optimizer, llm-compressor or AMD Quark; served by "
              "TensorRT-LLM / vLLM")),
-    "int8": ("weights and activations rounded to 256 levels; LLM activation outliers",
+    "int8": ("W8A8: weights and activations rounded to 256 levels; LLM activation outliers",
              ("per-channel weight scales + dynamic activation scales; LLM.int8() outlier "
              "decomposition or SmoothQuant for large language models")),
+    "int8wo": ("W8A16: weights rounded to 256 levels per output channel, activations 16 bit",
+               ("weight-only int8 (torchao Int8WeightOnlyConfig, EETQ, TensorRT-LLM W8A16, "
+                "GPTQ 8-bit); compute in bf16, so only weight reads shrink")),
     "int4": ("weights rounded to 16 levels per group",
              ("weight-only quantization with group-wise scales (group 128), calibrated by GPTQ "
              "or AWQ; compute in bf16")),
@@ -52,7 +55,7 @@ RISKS = {
             ("weight-only NF4 with block-wise absmax (64) and double quantization "
             "(bitsandbytes); QLoRA trains bf16 adapters on the frozen NF4 base")),
 }
-_TRAIN_ONLY_INFER = ("int8", "int4", "nf4")
+_TRAIN_ONLY_INFER = ("int8", "int8wo", "int4", "nf4")
 
 
 #: Where to go when a device lacks a precision: the other 16-bit format first (same memory,
@@ -60,13 +63,14 @@ _TRAIN_ONLY_INFER = ("int8", "int4", "nf4")
 _NEAREST = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp16", "fp32"), "fp16": ("bf16", "fp32"),
             "fp8": ("bf16", "fp16", "fp32"), "mxfp8": ("fp8", "bf16", "fp16", "fp32"),
             "fp4": ("fp8", "bf16", "fp16", "fp32"), "int8": ("bf16", "fp16", "fp32"),
-            "int4": ("int8", "bf16", "fp16", "fp32"), "nf4": ("bf16", "fp16", "fp32")}
+            "int8wo": ("bf16", "fp16", "fp32"), "int4": ("int8", "bf16", "fp16", "fp32"),
+            "nf4": ("bf16", "fp16", "fp32")}
 
 
 def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str | None:
     """The nearest precision the device runs at full rate: ``precision`` itself, else the
     first full-rate one of :data:`_NEAREST` (fp8 -> bf16 -> fp16 -> fp32). Training never
-    falls to a weight-only format: int8/int4/nf4 training means bf16, and fp4 training (not
+    falls to an inference format: int8/int8wo/int4/nf4 training means bf16, and fp4 training (not
     offered) the nearest of fp8 -> bf16.
 
     >>> from aiadvisor.hardware import get
@@ -118,8 +122,9 @@ def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) 
         better = fallback_precision(spec, precision, mode=prof.mode)
         engine = {"mxfp8": "block-scaled (MX) FP8", "fp4": "FP4"}.get(precision, precision)
         return False, f"{spec.name} has no {engine} engine; the nearest is {better}"
-    if level == "emulated" and precision in ("int4", "nf4"):
-        return True, "weight-only: stored in 4 bits, computed in 16 bit"
+    if level == "emulated" and precision in ("int8wo", "int4", "nf4"):
+        bits = 8 if precision == "int8wo" else 4
+        return True, f"weight-only: stored in {bits} bits, computed in 16 bit"
     if level == "emulated":
         return False, f"{spec.name} has no {precision} engine"
     return True, _format_note(spec, precision, prof.mode)

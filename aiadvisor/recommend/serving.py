@@ -29,30 +29,33 @@ DEFAULT_OUTPUT_LEN = 128
 LOCAL_MODEL_DIR = "aiadvisor_serving"
 
 #: vLLM ``quantization=``: fp8 quantises 16-bit weights on load, bitsandbytes loads 4-bit NF4 on
-#: load; AWQ (int4) and GPTQ (int8 here: GPTQ has 8-bit checkpoints) need a checkpoint quantised
-#: that way. 16-bit and fp32 weights need none. fp4 has no entry: an NVFP4/MXFP4 checkpoint
-#: (NVIDIA Model Optimizer, llm-compressor, AMD Quark) names its method in its config.json,
-#: which vLLM reads.
-VLLM_QUANTIZATION = {"fp8": "fp8", "int8": "gptq", "int4": "awq", "nf4": "bitsandbytes"}
+#: load; AWQ (int4) and GPTQ (int8wo here: GPTQ has 8-bit weight-only checkpoints) need a
+#: checkpoint quantised that way. 16-bit and fp32 weights need none. fp4 and int8 (W8A8) have
+#: no entry: an NVFP4/MXFP4 or W8A8 INT8 checkpoint (NVIDIA Model Optimizer, llm-compressor,
+#: AMD Quark) names its method in its config.json, which vLLM reads.
+VLLM_QUANTIZATION = {"fp8": "fp8", "int8wo": "gptq", "int4": "awq", "nf4": "bitsandbytes"}
 #: vLLM ``kv_cache_dtype=``: "auto" (the model's dtype) or "fp8"; vLLM has no int8 cache.
 VLLM_KV = {"fp8": "fp8"}
 #: TGI ``--quantize``: fp8, eetq (int8 weight-only) and bitsandbytes-nf4 quantise on load; awq
 #: needs an AWQ checkpoint.
-TGI_QUANTIZE = {"fp8": "fp8", "int8": "eetq", "int4": "awq", "nf4": "bitsandbytes-nf4"}
-#: TensorRT-LLM ``QuantAlgo`` members: weight-only int8 (W8A16), int4 AWQ (W4A16_AWQ, also the
-#: closest to NF4, which TensorRT-LLM does not run), FP8 and NVFP4 weights and activations.
-TRTLLM_QUANT_ALGO = {"fp8": "FP8", "fp4": "NVFP4", "int8": "W8A16", "int4": "W4A16_AWQ",
-                     "nf4": "W4A16_AWQ"}
-#: SGLang ``--quantization`` (server arguments): fp8 quantises 16-bit weights on load; awq and
-#: w8a8_int8 (our int8 is W8A8) need a checkpoint quantised that way. An NVFP4/MXFP4 checkpoint
+TGI_QUANTIZE = {"fp8": "fp8", "int8wo": "eetq", "int4": "awq", "nf4": "bitsandbytes-nf4"}
+#: TensorRT-LLM ``QuantAlgo`` members: weight-only int8 (W8A16), int8 SmoothQuant (W8A8, per
+#: channel), int4 AWQ (W4A16_AWQ, also the closest to NF4, which TensorRT-LLM does not run),
+#: FP8 and NVFP4 weights and activations.
+TRTLLM_QUANT_ALGO = {"fp8": "FP8", "fp4": "NVFP4", "int8": "W8A8_SQ_PER_CHANNEL",
+                     "int8wo": "W8A16", "int4": "W4A16_AWQ", "nf4": "W4A16_AWQ"}
+#: SGLang ``--quantization`` (server arguments): fp8 quantises 16-bit weights on load; awq,
+#: w8a8_int8 (our int8 is W8A8) and gptq (8-bit weight-only: int8wo) need a checkpoint
+#: quantised that way. An NVFP4/MXFP4 checkpoint
 #: names its method in its config.json, which SGLang reads: no flag. NF4 has no entry: SGLang
 #: gets no code for it (:data:`SGLANG_UNSUPPORTED`).
-SGLANG_QUANTIZATION = {"fp8": "fp8", "int4": "awq", "int8": "w8a8_int8"}
+SGLANG_QUANTIZATION = {"fp8": "fp8", "int4": "awq", "int8": "w8a8_int8", "int8wo": "gptq"}
 #: SGLang ``--kv-cache-dtype``: "auto" or an FP8 format (fp8_e4m3, as vLLM's "fp8").
 SGLANG_KV = {"fp8": "fp8_e4m3"}
 SGLANG_UNSUPPORTED = ("nf4",)
-#: Weight formats TGI cannot serve (no ``--quantize`` value loads them): no TGI code for them.
-TGI_UNSUPPORTED = ("fp4",)
+#: Weight formats TGI gets no code for: fp4 (no ``--quantize`` value loads it) and int8 W8A8
+#: (no launcher value quantises to it; TGI's int8 is EETQ, weight-only: int8wo).
+TGI_UNSUPPORTED = ("fp4", "int8")
 #: ``KvCacheConfig(dtype=...)`` values: "auto" (the model's) or "fp8".
 TRTLLM_KV = {"fp8": "fp8"}
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -259,6 +262,10 @@ def serving_recommendations(plan: pd.DataFrame, *, names: CodeNames, model_id: s
             why += (" fp4 weights need a checkpoint quantized to the device's 4-bit format "
                     "(NVFP4 on NVIDIA Blackwell, MXFP4 on AMD; NVIDIA Model Optimizer, "
                     "llm-compressor or AMD Quark write one): point model_id at it.")
+        elif v["wp"] == "int8":
+            why += (" int8 (W8A8) needs a checkpoint with int8 weights and activation scales "
+                    "(llm-compressor's W8A8 schemes write one for vLLM and SGLang; "
+                    "TensorRT-LLM quantizes with SmoothQuant itself): point model_id at it.")
         quant = {"vllm": VLLM_QUANTIZATION.get(v["wp"]), "tgi": TGI_QUANTIZE.get(v["wp"]),
                  "trt": TRTLLM_QUANT_ALGO.get(v["wp"])}
         common = {k: v[k] for k in ("model_id", "save_first", "tokens_per_s", "tpot_s")}

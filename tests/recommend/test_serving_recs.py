@@ -31,10 +31,14 @@ def _by_id(recs):
 
 # Flag values from each engine's documentation: vLLM engine arguments (--quantization
 # {awq,gptq,fp8,bitsandbytes,...}, --kv-cache-dtype {auto,fp8,...}); TGI launcher --quantize
-# {awq,eetq,gptq,bitsandbytes-nf4,fp8,...}; TensorRT-LLM QuantAlgo (FP8, W8A16, W4A16_AWQ).
+# {awq,eetq,gptq,bitsandbytes-nf4,fp8,...}; TensorRT-LLM QuantAlgo (FP8, W8A16,
+# W8A8_SQ_PER_CHANNEL, W4A16_AWQ). Weight-only int8 (int8wo) is GPTQ 8-bit in vLLM, EETQ in TGI
+# and W8A16 in TensorRT-LLM; W8A8 int8 loads from its checkpoint's config in vLLM (no flag),
+# is SmoothQuant in TensorRT-LLM and gets no TGI code (TGI's int8 is EETQ, weight-only).
 @pytest.mark.parametrize(("weight", "vllm", "tgi", "trt"), [
     ("fp8", "'fp8'", "fp8", "'FP8'"),
-    ("int8", "'gptq'", "eetq", "'W8A16'"),
+    ("int8wo", "'gptq'", "eetq", "'W8A16'"),
+    ("int8", "None", "-", "'W8A8_SQ_PER_CHANNEL'"),
     ("int4", "'awq'", "awq", "'W4A16_AWQ'"),
     ("nf4", "'bitsandbytes'", "bitsandbytes-nf4", "'W4A16_AWQ'"),
     ("bf16", "None", None, "None"),
@@ -47,12 +51,17 @@ def test_quantization_names_are_each_engines_own(weight, vllm, tgi, trt):
     assert "kv_cache_dtype='fp8'" in recs["serve_vllm"].code
     server = recs["serve_vllm_server"].code
     assert "'--kv-cache-dtype', 'fp8'" in server and "'--tensor-parallel-size', '2'" in server
-    tgi_code = recs["serve_tgi"].code
-    assert "'--num-shard', '2'" in tgi_code and "'--max-batch-size', '64'" in tgi_code
-    if tgi:
+    if tgi == "-":
+        assert "serve_tgi" not in recs
+        assert "'--quantization'" not in server
+        assert "W8A8" in recs["serve_vllm"].rationale   # the checkpoint it needs is named
+    else:
+        tgi_code = recs["serve_tgi"].code
+        assert "'--num-shard', '2'" in tgi_code and "'--max-batch-size', '64'" in tgi_code
+    if tgi and tgi != "-":
         assert f"'--quantize', '{tgi}'" in tgi_code
         assert f"'--quantization', {vllm}" in server
-    else:
+    elif tgi is None:
         assert "'--quantize'" not in tgi_code and "'--dtype', 'bfloat16'" in tgi_code
     assert f"quant_algo = {trt}" in recs["serve_tensorrt_llm"].code
     # SGLang server arguments: --quantization {fp8, awq, w8a8_int8, ...}, --kv-cache-dtype
@@ -63,7 +72,8 @@ def test_quantization_names_are_each_engines_own(weight, vllm, tgi, trt):
         sglang = recs["serve_sglang"].code
         assert "'--tp', '2'" in sglang and "'--kv-cache-dtype', 'fp8_e4m3'" in sglang
         assert "'--max-running-requests', '64'" in sglang
-        sglang_quant = {"fp8": "fp8", "int8": "w8a8_int8", "int4": "awq"}.get(weight)
+        sglang_quant = {"fp8": "fp8", "int8": "w8a8_int8", "int8wo": "gptq",
+                        "int4": "awq"}.get(weight)
         assert (f"'--quantization', '{sglang_quant}'" in sglang) == (sglang_quant is not None)
         assert ("'--quantization'" in sglang) == (sglang_quant is not None)
     assert "KvCacheConfig(dtype='fp8')" in recs["serve_tensorrt_llm"].code
