@@ -82,6 +82,22 @@ leave-one-GPU-out) the same change moved the mean APE 14.7 -> 15.1 % (12.1 -> 12
 NVIDIA rows). Kept because it is how PyTorch runs the step; what it uncovers in the BERT rows
 (too fast now, in TF32 most) is not modelled yet.
 
+Changed after these rows had been seen (2026-12-06, sixth session; how cuDNN runs NCHW
+convolutions, no constant fitted): an NCHW convolution on an NVIDIA/AMD GPU's matrix engine
+(every precision but fp32) now pays the layout transposes cuDNN/MIOpen run around it, one more
+read and write of its operands (``costmodel.layout``); the channels_last tactic had assumed
+them for its gain while the step itself was priced as if NHWC. Checked, not fitted, against
+timm's paired NCHW and NHWC runs (RTX 3090, PyTorch 1.12): NCHW / NHWC time predicted 1.35 vs
+1.35 (ResNet-50 inference), 1.33 vs 1.47 (ResNet-50 training). Held-out training 15.2 ->
+11.9 % (median 10.4 -> 9.2 %, signed -5.7 -> -1.2 %, inside P10-P90 74 -> 79 %): NVIDIA's
+ResNet-50 rows -54..-13 % -> -35..+23 %; tune training 17.7 -> 6.8 % (timm ResNet-50/101 on the
+RTX 3090 -34 / -22 % -> -12 / +0 %). Tune inference at batch > 8 went 16.4 -> 21.3 %: timm's
+ResNet-50/101 on the RTX 4090 (PyTorch 2.4, cuDNN 9.1) +3 / +4 % -> +44 / +43 %, Hugging
+Face's ResNet-50 in TF32 at batch 16 -5 -> +30 %. Those rows were already slow as NHWC would
+run them (timm's NHWC run of the same ResNet-50: predicted 1.24 x its time), and cuDNN 9 runs
+part of the 1x1 convolutions without transposes (timm measured NCHW / NHWC 1.21 for ResNet-50
+on the 4090, 1.35 for ResNet-18, which has no 1x1 convolutions in its main path).
+
 Usage: ``python bench/costmodel_gpu_published.py [--quiet] [--no-summary]`` (under a minute on
 two cores: 30-odd traces on the meta device).
 """

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
-from ..units import PRECISIONS
+from ..units import PRECISIONS, fmt_bytes
 from .attention import (
     attention_backend,
     fused_memory_saving_bytes,
@@ -27,6 +27,7 @@ from .facts import (
     matmul_fraction,
     matmul_source,
 )
+from .layout import layout_transpose_ops, nchw_convs, transposes_nchw_convs, with_layout_transposes
 from .local import LocalCalibration
 from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
 from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
@@ -50,19 +51,22 @@ MFU_BAND = (0.25, 0.65)
 _OPS_CACHE: dict[tuple[int, bool], tuple[ModelProfile, OpArrays]] = {}
 
 
-def _ops(prof: ModelProfile, *, fused: bool = False) -> OpArrays:
+def _ops(prof: ModelProfile, *, fused: bool = False, transposes: bool = False) -> OpArrays:
     """Op arrays of ``prof``, cached by identity (planners call many times per profile);
     ``fused``: as an NVIDIA/AMD GPU runs them, each SDPA call one fused kernel
     (:mod:`.attention`) and each training dropout call one ``native_dropout``
-    (:mod:`.dropout`)."""
+    (:mod:`.dropout`); ``transposes``: each NCHW convolution with the layout transposes
+    cuDNN/MIOpen run around it on the matrix engine (:mod:`.layout`)."""
     fused = fused and (has_sdpa(prof) or has_dropout(prof))
-    key = (id(prof), fused)
+    transposes = transposes and bool(nchw_convs(prof))
+    key = (id(prof), fused, transposes)
     hit = _OPS_CACHE.get(key)
     if hit is not None and hit[0] is prof:
         return hit[1]
     if len(_OPS_CACHE) >= 16:
         _OPS_CACHE.pop(next(iter(_OPS_CACHE)))
-    arrays = fused_op_arrays(prof) if fused else op_arrays(prof)
+    run = with_layout_transposes(prof) if transposes else prof
+    arrays = fused_op_arrays(run) if fused else op_arrays(run)
     _OPS_CACHE[key] = (prof, arrays)
     return arrays
 
@@ -269,7 +273,8 @@ def _parts(prof, spec, precision, parallel, model, network, autocast: bool = Tru
 
         host = [host_costs()]
     fused = runs_cuda_kernels(spec)
-    parts = step_parts(prof, _ops(prof, fused=fused), precision, parallel, devs, model,
+    ops = _ops(prof, fused=fused, transposes=transposes_nchw_convs(spec, precision))
+    parts = step_parts(prof, ops, precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None, networks=[network], host_costs=host,
                        autocast=autocast)
@@ -467,6 +472,14 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     note = _attention_note(prof, backend)
     if note:
         all_notes.append(note)
+    if transposes_nchw_convs(spec, precision) and nchw_convs(prof):
+        moved = sum(op.bytes_total for op in layout_transpose_ops(prof))
+        calls = sum(op.count for op in nchw_convs(prof))
+        all_notes.append(f"Convolutions: {calls:.0f} NCHW convolution calls a step, each "
+                         "priced with the NCHW <-> NHWC transposes this GPU's convolution "
+                         f"library runs around its matrix-engine kernels ({fmt_bytes(moved)} "
+                         "as traced); channels_last model and inputs "
+                         "(.to(memory_format=torch.channels_last)) skip them.")
     if has_dropout(prof) and runs_cuda_kernels(spec):
         calls = sum(g.calls for g in prof.dropout)
         all_notes.append(f"Dropout: {calls} training dropout call{'s' * (calls != 1)} costed as "
@@ -647,18 +660,21 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
 def _table_parts(prof, specs, precision, parallel, devs, model, networks=None,
                  autocast: bool = True) -> StepParts:
     """Step parts of every device; NVIDIA/AMD GPUs get the op arrays as their kernels run
-    (fused attention and dropout: :func:`_ops`), the others the traced ones."""
-    fused = np.array([runs_cuda_kernels(s) for s in specs])
+    (fused attention and dropout, NCHW convolutions' layout transposes: :func:`_ops`), the
+    others the traced ones."""
+    kinds = [(runs_cuda_kernels(s), transposes_nchw_convs(s, precision)) for s in specs]
     measured = precision in MEASURED_PRECISIONS
     hosts = _cpu_host_costs(specs)
-    if fused.all() or not fused.any():
-        return step_parts(prof, _ops(prof, fused=bool(fused.any())), precision, parallel, devs,
-                          model, measured_precision=measured, networks=networks,
-                          host_costs=hosts, autocast=autocast)
+    if len(set(kinds)) == 1:
+        fused, transposes = kinds[0]
+        return step_parts(prof, _ops(prof, fused=fused, transposes=transposes), precision,
+                          parallel, devs, model, measured_precision=measured,
+                          networks=networks, host_costs=hosts, autocast=autocast)
     out = None
-    for flag in (True, False):
-        idx = np.flatnonzero(fused == flag)
-        sub = step_parts(prof, _ops(prof, fused=flag), precision, parallel,
+    for kind in sorted(set(kinds)):
+        idx = np.flatnonzero([k == kind for k in kinds])
+        sub = step_parts(prof, _ops(prof, fused=kind[0], transposes=kind[1]), precision,
+                         parallel,
                          _device_subset(devs, idx), model, measured_precision=measured,
                          networks=None if networks is None else [networks[i] for i in idx],
                          host_costs=None if hosts is None else [hosts[i] for i in idx],

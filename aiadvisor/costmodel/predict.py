@@ -24,6 +24,7 @@ from ..schema import ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS, fmt_bytes
 from .devices import DeviceArrays
 from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
+from .layout import LAYOUT_TRANSPOSE_OP
 from .local import LocalCalibration, op_family
 from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
 from .ops import (
@@ -770,6 +771,16 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         # Autocast launches its casts from C++ inside the dispatcher, not from Python: no
         # eager per-op host cost (their device-side launch gaps are in the op times).
         counts = replace(counts, forward_ops=counts.forward_ops - float(work.count[island].sum()))
+    layout = work.name == LAYOUT_TRANSPOSE_OP
+    if layout.any():
+        # The convolution library launches its layout transposes inside the convolution call:
+        # no eager per-op host cost either.
+        counts = replace(
+            counts,
+            forward_ops=counts.forward_ops
+            - float(work.count[layout & (work.phase == "forward")].sum()),
+            backward_ops=counts.backward_ops
+            - float(work.count[layout & (work.phase == "backward")].sum()))
     _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",
                                          np.zeros(len(work.count) - len(ops), bool)]),

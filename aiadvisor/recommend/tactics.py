@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
+from ..costmodel.layout import layout_transpose_ops, transposes_nchw_convs
 from ..errors import AIAdvisorError
 from ..estimate import bubble_fraction
 from ..hardware.threads import ThreadSettings, is_local_cpu, thread_settings
@@ -450,14 +451,16 @@ def channels_last(ctx: Context) -> Recommendation | None:
     gpu = ctx.is_cuda_gpu and ctx.precision != "fp32"
     if share < 0.3 or not (gpu or ctx.spec.kind == "cpu"):
         return None
-    extra = transforms.layout_transposes(ctx.step_prof)
-    moved = sum(op.bytes_total for op in extra)
+    moved = sum(op.bytes_total for op in layout_transpose_ops(ctx.step_prof))
     timed = _timed_channels_last(ctx)
-    if timed:  # this CPU's benchmark timed its convolutions in both layouts
+    if timed or transposes_nchw_convs(ctx.spec, ctx.precision):
+        # This CPU's benchmark timed its convolutions in both layouts, or the GPU's step is
+        # priced with the NCHW transposes (costmodel.layout): the channels_last profile is
+        # priced without them.
         gain = _gain_of(ctx, transforms.channels_last_convs(ctx.step_prof))
-    else:
-        gain = _gain(ctx, ctx.base,
-                     ctx.predict_step(transforms.with_extra_ops(ctx.step_prof, extra)))
+    else:  # a CPU without channels_last timings: the reorders as copies on top of the step
+        gain = _gain(ctx, ctx.base, ctx.predict_step(
+            transforms.with_extra_ops(ctx.step_prof, layout_transpose_ops(ctx.step_prof))))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     how = ("this CPU's benchmark timed its convolutions in both layouts, and the NHWC ones "

@@ -143,18 +143,3 @@ def channels_last_convs(prof: ModelProfile) -> ModelProfile:
         return dataclasses.replace(op, op=op.op + CHANNELS_LAST_SUFFIX)
 
     return map_ops(prof, to_nhwc)
-
-
-def layout_transposes(prof: ModelProfile) -> list[OpRecord]:
-    """The NCHW <-> NHWC copies cuDNN's tensor-core convolutions make when tensors are NCHW:
-    each conv's operands are read and written once more (what channels_last saves; an upper
-    bound, since the weights are converted once, not per call)."""
-    extra = []
-    for op in prof.ops:
-        if op.op_class == "conv":
-            extra.append(dataclasses.replace(
-                op, op="layout.transpose", op_class="memory", flops=0.0,
-                bytes_read=op.bytes_read + op.bytes_written,
-                bytes_written=op.bytes_read + op.bytes_written,
-            ))
-    return extra
