@@ -97,6 +97,11 @@ Face's ResNet-50 in TF32 at batch 16 -5 -> +30 %. Those rows were already slow a
 run them (timm's NHWC run of the same ResNet-50: predicted 1.24 x its time), and cuDNN 9 runs
 part of the 1x1 convolutions without transposes (timm measured NCHW / NHWC 1.21 for ResNet-50
 on the 4090, 1.35 for ResNet-18, which has no 1x1 convolutions in its main path).
+Then a batch norm in eval mode (the ``[eval]`` record) was being priced with the normalisation
+table (two passes, ~0.35-0.65 of the bandwidth); it is one elementwise pass with running
+statistics and now takes the elementwise table: held-out inference at batch > 8 19.1 ->
+18.5 % (torchvision ResNet-50 FP32 on the RTX 3090 +12 -> +2 %), tune inference at batch > 8
+21.3 -> 19.3 % (timm's ResNet-50/101 on the RTX 4090 +44 / +43 -> +34 / +34 %).
 
 Usage: ``python bench/costmodel_gpu_published.py [--quiet] [--no-summary]`` (under a minute on
 two cores: 30-odd traces on the meta device).

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hardware.calibrate import base_op
+from ..hardware.calibrate import EVAL_SUFFIX, base_op
 from ..schema import ModelProfile, ParallelConfig
 from ..units import WEIGHT_BYTES
 from .precision import (
@@ -71,7 +71,11 @@ NORM_OPS = frozenset({
 
 
 def is_norm(op_name: str) -> bool:
-    """Normalisation, softmax or reduction (by aten name)."""
+    """Normalisation, softmax or reduction (by aten name). A batch norm forward in eval mode
+    (the ``[eval]`` record) is not one: it scales and shifts each channel by its running
+    statistics, a single elementwise pass with no reduction."""
+    if EVAL_SUFFIX in op_name:
+        return False
     name = op_name.lower()
     return op_name in NORM_OPS or "norm" in name or "softmax" in name
 

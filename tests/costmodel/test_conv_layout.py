@@ -98,3 +98,27 @@ def test_the_channels_last_tactic_gains_what_the_step_prices():
     assert nchw.step_time_s > 1.2 * nhwc.step_time_s
     assert report.recommendations[0].predicted_speedup == pytest.approx(
         nchw.step_time_s / nhwc.step_time_s, rel=1e-3)
+
+
+def test_an_eval_batch_norm_is_priced_as_one_elementwise_pass():
+    # Inference batch norm scales and shifts with running statistics: no reduction, so the
+    # elementwise table (as relu) prices it, not the normalisation one (two passes).
+    from aiadvisor.costmodel.ops import is_norm
+    from aiadvisor.recommend.transforms import map_ops
+
+    assert not is_norm("aten.native_batch_norm[eval]")
+    assert not is_norm("aten.native_batch_norm[eval][channels_last]")
+    assert is_norm("aten.native_batch_norm") and is_norm("aten.native_layer_norm")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32),
+                              torch.nn.ReLU())
+    prof = aa.profile(net, torch.randn(8, 16, 32, 32), mode="infer",
+                      precision="bf16").at(batch_size=8 * 4096)
+
+    def rate(name):
+        only = map_ops(prof, lambda op: op if op.op == name else None)
+        moved = sum(op.bytes_total for op in only.ops)
+        return moved / aa.predict(only, hardware="H100 SXM", precision="bf16").step_time_s
+
+    # Both stream 2 bytes in and 2 out per element (the same 1.1 GB): the same bandwidth.
+    assert rate("aten.native_batch_norm[eval]") == pytest.approx(rate("aten.relu"), rel=0.05)
