@@ -836,6 +836,18 @@ $model = $model.to(torch.bfloat16).eval()
 quantize_($model, Int4WeightOnlyConfig(group_size=$v_group_size))
 '''
 
+WEIGHT_ONLY_INT8 = '''\
+# Assumes: $model on a CUDA GPU, inference. Weights in int8 with one scale per output channel,
+# activations and the multiply in bf16 (W8A16): weight reads (what bounds decoding) halve vs
+# bf16, with no calibration data; a long prompt's prefill runs at the bf16 rate. pip install
+# torchao.
+import torch
+from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+$model = $model.to(torch.bfloat16).eval()
+quantize_($model, Int8WeightOnlyConfig())
+'''
+
 WEIGHT_ONLY_NF4 = '''\
 # Assumes: $model is a Hugging Face transformers model, inference on CUDA.
 # pip install bitsandbytes. NF4: 4-bit NormalFloat weights with block-wise scales (QLoRA),
@@ -1077,6 +1089,8 @@ SNIPPETS: dict[str, Snippet] = {
     "dynamic_int8": Snippet(template=DYNAMIC_INT8),
     "embedding_int8": Snippet(template=EMBEDDING_INT8),
     "weight_only_int4": Snippet(template=WEIGHT_ONLY_INT4, requires=("torchao",),
+                                needs_cuda=True),
+    "weight_only_int8": Snippet(template=WEIGHT_ONLY_INT8, requires=("torchao",),
                                 needs_cuda=True),
     "weight_only_nf4": Snippet(template=WEIGHT_ONLY_NF4,
                                requires=("transformers", "bitsandbytes"), needs_cuda=True),

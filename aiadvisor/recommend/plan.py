@@ -48,14 +48,15 @@ if TYPE_CHECKING:
 RULE_ORDER = ("fsdp_overlap", "cpu_threads", "sdpa", "fused_optimizer", "cuda_graphs", "fp8",
               "mxfp8", "fp4", "channels_last", "torch_compile", "dataloader", "optimizer_8bit",
               "larger_batch", "sparsity_24",
-              "dynamic_int8", "weight_only_int4", "embedding_int8", "weight_only_nf4",
+              "dynamic_int8", "weight_only_int8", "weight_only_int4", "embedding_int8",
+              "weight_only_nf4",
               "onnx_export", "distill_prune", "serving")
 PRECISION_TACTICS = ("bf16_autocast", "fp16_autocast", "tf32")
 #: Mutually exclusive tactics among :data:`RULE_ORDER`: one step, the fastest, with the others
 #: listed as its alternatives (low-precision formats of the weights, FP8 with per-tensor or
 #: MX block scales and FP4 among them; two ways to fuse kernels for inference; two ways to run
 #: more samples a step: a bigger batch or a serving engine).
-EXCLUSIVE = (("fp8", "mxfp8", "fp4", "weight_only_int4", "dynamic_int8"),
+EXCLUSIVE = (("fp8", "mxfp8", "fp4", "weight_only_int8", "weight_only_int4", "dynamic_int8"),
              ("torch_compile", "onnx_export"), ("larger_batch", "serving"))
 #: Components of a parallel plan, in the order they are added to plain data parallel.
 STRUCTURE_TACTICS = ("fsdp", "deepspeed_zero", "cpu_offload", "tensor_parallel",
@@ -413,6 +414,7 @@ EFFECTS: dict[str, Callable[[State, Recommendation], State]] = {
     "larger_batch": _bigger_batch,
     "sparsity_24": _with(transforms.sparse_gemms),
     "dynamic_int8": _precision("int8"),
+    "weight_only_int8": _precision("int8wo"),
     "weight_only_int4": _precision("int4"),
     "weight_only_nf4": _nf4,
     "embedding_int8": _embedding,

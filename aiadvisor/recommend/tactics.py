@@ -1152,6 +1152,31 @@ def dynamic_int8(ctx: Context) -> Recommendation | None:
     )
 
 
+@rule("weight_only_int8")
+def weight_only_int8(ctx: Context) -> Recommendation | None:
+    """int8 weights computed in 16 bit (W8A16): half the 16-bit weight reads, per-channel
+    scales with no calibration data; offered where the device work is memory-bound."""
+    base = ctx.base
+    if ctx.train or base is None or not ctx.is_cuda_gpu or base.memory_s <= base.compute_s \
+            or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8wo"]:
+        return None
+    gain = _gain(ctx, ctx.predict(precision="int8wo"))
+    if gain is None or gain.point < MIN_SPEEDUP:
+        return None
+    before = ctx.memory().weights_bytes
+    after = ctx.memory(precision="int8wo").weights_bytes
+    return _make(
+        ctx, tactic_id="weight_only_int8", title="8-bit weight-only quantization (W8A16)",
+        category="precision",
+        rationale=(f"The device work is memory-bound ({fmt_seconds(base.memory_s)} moving data "
+                   f"vs {fmt_seconds(base.compute_s)} computing); int8 weights with one scale "
+                   f"per output channel read {fmt_bytes(after)} instead of {fmt_bytes(before)}, "
+                   "with less accuracy risk than 4 bits and no calibration data."),
+        snippet_id="weight_only_int8", gain=gain, memory_saving_bytes=before - after,
+        trigger={"memory_s": base.memory_s, "compute_s": base.compute_s},
+    )
+
+
 @rule("weight_only_int4")
 def weight_only_int4(ctx: Context) -> Recommendation | None:
     base = ctx.base

@@ -41,6 +41,7 @@ EXAMPLE_VALUES = {
     "larger_batch_infer": {"batch_size": 8, "old_batch_size": 1},
     "dynamic_int8": {},
     "embedding_int8": {},
+    "weight_only_int8": {},
     "weight_only_int4": {"group_size": 128},
     "weight_only_nf4": {},
     "sparsity_24": {"dtype": "float16"},

@@ -338,3 +338,24 @@ def test_host_bound_plan_prices_precision_after_the_graphs(gpt2_train, scenarios
     assert bf16.predicted_speedup > 1.2  # where it stood first it gained under 3 %
     skipped = scenarios["gpt2_h100"].plan.attrs["skipped"]
     assert len(skipped) == len(set(skipped))
+
+
+def test_weight_only_int8_is_offered_for_memory_bound_decoding(scenarios):
+    # One weight-format step (the fastest: int4) lists int8 weight-only (W8A16) beside fp8 and
+    # W8A8 int8 as its alternatives, priced against the same state.
+    offered = {a["id"]: a for r in scenarios["llama8b_decode_h100"].recommendations
+               for a in r.extra.get("alternatives", ())}
+    int8wo = offered["weight_only_int8"]
+    # bf16 -> int8 weights halve what a memory-bound decode step reads (16.06 GB of bf16
+    # weights, 6.98 GB of them linear layers): at most 16.06 / (16.06 - 6.98) = 1.77x, and
+    # more than the 5 % a step must clear.
+    assert 1.05 < int8wo["predicted_speedup"] < 16.06 / (16.06 - 6.98)
+
+
+def test_weight_only_int8_code_is_torchao_w8a16():
+    from aiadvisor.codegen import snippet
+
+    code = snippet("weight_only_int8", names=CodeNames(model="net"))
+    ast.parse(code)
+    assert "quantize_(net, Int8WeightOnlyConfig())" in code
+    assert "net = net.to(torch.bfloat16).eval()" in code
