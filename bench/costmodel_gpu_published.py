@@ -83,8 +83,8 @@ NVIDIA rows). Kept because it is how PyTorch runs the step; what it uncovers in 
 (too fast now, in TF32 most) is not modelled yet.
 
 Changed after these rows had been seen (2026-12-06, sixth session; how cuDNN runs NCHW
-convolutions, no constant fitted): an NCHW convolution on an NVIDIA/AMD GPU's matrix engine
-(every precision but fp32) now pays the layout transposes cuDNN/MIOpen run around it, one more
+convolutions, no constant fitted): an NCHW convolution on an NVIDIA GPU's tensor cores
+(every precision but fp32) now pays the layout transposes cuDNN runs around it, one more
 read and write of its operands (``costmodel.layout``); the channels_last tactic had assumed
 them for its gain while the step itself was priced as if NHWC. Checked, not fitted, against
 timm's paired NCHW and NHWC runs (RTX 3090, PyTorch 1.12): NCHW / NHWC time predicted 1.35 vs

@@ -56,7 +56,7 @@ def _ops(prof: ModelProfile, *, fused: bool = False, transposes: bool = False) -
     ``fused``: as an NVIDIA/AMD GPU runs them, each SDPA call one fused kernel
     (:mod:`.attention`) and each training dropout call one ``native_dropout``
     (:mod:`.dropout`); ``transposes``: each NCHW convolution with the layout transposes
-    cuDNN/MIOpen run around it on the matrix engine (:mod:`.layout`)."""
+    cuDNN runs around it on the tensor cores (:mod:`.layout`)."""
     fused = fused and (has_sdpa(prof) or has_dropout(prof))
     transposes = transposes and bool(nchw_convs(prof))
     key = (id(prof), fused, transposes)
@@ -476,9 +476,9 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         moved = sum(op.bytes_total for op in layout_transpose_ops(prof))
         calls = sum(op.count for op in nchw_convs(prof))
         all_notes.append(f"Convolutions: {calls:.0f} NCHW convolution calls a step, each "
-                         "priced with the NCHW <-> NHWC transposes this GPU's convolution "
-                         f"library runs around its matrix-engine kernels ({fmt_bytes(moved)} "
-                         "as traced); channels_last model and inputs "
+                         "priced with the NCHW <-> NHWC transposes cuDNN runs around its "
+                         f"tensor-core kernels ({fmt_bytes(moved)} as traced); a "
+                         "channels_last model and input "
                          "(.to(memory_format=torch.channels_last)) skip them.")
     if has_dropout(prof) and runs_cuda_kernels(spec):
         calls = sum(g.calls for g in prof.dropout)
@@ -660,8 +660,8 @@ TABLE_COLUMNS = ["hardware", "vendor", "kind", "precision", "num_devices", "step
 def _table_parts(prof, specs, precision, parallel, devs, model, networks=None,
                  autocast: bool = True) -> StepParts:
     """Step parts of every device; NVIDIA/AMD GPUs get the op arrays as their kernels run
-    (fused attention and dropout, NCHW convolutions' layout transposes: :func:`_ops`), the
-    others the traced ones."""
+    (fused attention and dropout; on NVIDIA, NCHW convolutions' layout transposes:
+    :func:`_ops`), the others the traced ones."""
     kinds = [(runs_cuda_kernels(s), transposes_nchw_convs(s, precision)) for s in specs]
     measured = precision in MEASURED_PRECISIONS
     hosts = _cpu_host_costs(specs)

@@ -1,15 +1,16 @@
-"""Convolution layouts as cuDNN/MIOpen run them: NCHW tensors on tensor cores are transposed.
+"""Convolution layouts as cuDNN runs them: NCHW tensors on tensor cores are transposed.
 
 PyTorch keeps image tensors NCHW unless the model and its input are converted with
 ``.to(memory_format=torch.channels_last)``. NVIDIA's tensor-core convolutions work in NHWC:
 for an NCHW convolution cuDNN transposes the operands to NHWC, runs the NHWC kernel and
 transposes the result back, in every call, forward and backward (NVIDIA's Deep Learning
 Performance guide; MosaicML's Composer "Channels Last" method card: about 30 % on ResNet-50
-training on V100 and A100). AMD's MIOpen runs its fast (composable-kernel) convolutions in NHWC
-the same way. :func:`layout_transpose_ops` prices that as one more read and write of every
-operand of each NCHW convolution record (weights included: they are converted every call), a
-memory-bound op (:data:`LAYOUT_TRANSPOSE_OP`) beside the convolution. FP32 convolutions on
-CUDA cores (``precision="fp32"``) run NCHW natively and pay none of it.
+training on V100 and A100). :func:`layout_transpose_ops` prices that as one more read and
+write of every operand of each NCHW convolution record (weights included: they are converted
+every call), a memory-bound op (:data:`LAYOUT_TRANSPOSE_OP`) beside the convolution. FP32
+convolutions on CUDA cores (``precision="fp32"``) run NCHW natively and pay none of it. AMD's
+MIOpen has NCHW kernels of its own for its matrix cores: AMD GPUs are priced as traced (the
+channels_last recommendation there still estimates the copies it could save).
 
 Checked against timm's published NCHW and NHWC runs of the same models (pytorch-image-models
 ``results/benchmark-*-amp-{nchw,nhwc}-*.csv``, not fitted): AMP on an RTX 3090 with PyTorch 1.12
@@ -32,11 +33,9 @@ LAYOUT_TRANSPOSE_OP = "layout.transpose"
 
 
 def transposes_nchw_convs(spec, precision: str) -> bool:
-    """Whether ``spec`` transposes NCHW convolutions at ``precision``: NVIDIA/AMD GPUs whose
-    convolutions run on the matrix engine (every precision but fp32)."""
-    from .attention import runs_cuda_kernels
-
-    return runs_cuda_kernels(spec) and precision != "fp32"
+    """Whether ``spec`` transposes NCHW convolutions at ``precision``: NVIDIA GPUs whose
+    convolutions run on the tensor cores (every precision but fp32)."""
+    return spec.kind == "gpu" and spec.vendor.upper() == "NVIDIA" and precision != "fp32"
 
 
 def nchw_convs(prof: ModelProfile) -> list[OpRecord]:

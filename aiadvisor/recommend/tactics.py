@@ -458,7 +458,7 @@ def channels_last(ctx: Context) -> Recommendation | None:
         # priced with the NCHW transposes (costmodel.layout): the channels_last profile is
         # priced without them.
         gain = _gain_of(ctx, transforms.channels_last_convs(ctx.step_prof))
-    else:  # a CPU without channels_last timings: the reorders as copies on top of the step
+    else:  # a CPU without channels_last timings, an AMD GPU: the copies on top of the step
         gain = _gain(ctx, ctx.base, ctx.predict_step(
             transforms.with_extra_ops(ctx.step_prof, layout_transpose_ops(ctx.step_prof))))
     if gain is None or gain.point < MIN_SPEEDUP:

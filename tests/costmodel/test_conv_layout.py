@@ -67,8 +67,10 @@ def test_only_a_gpu_on_its_matrix_engine_prices_them():
     # 2 x 256 x 2.2 MB (weights are not scaled, a rounding here) more traffic at 3.35 TB/s:
     # at least 0.17 ms of the difference.
     assert nchw.memory_s - nhwc.memory_s >= 0.9 * 2 * 256 * CONV_BYTES / 3.35e12
-    # FP32 convolutions run on CUDA cores in NCHW; a CPU runs oneDNN's own kernels: unchanged.
-    for hardware, precision in (("H100 SXM", "fp32"), ("Xeon 8480+", "bf16")):
+    # FP32 convolutions run on CUDA cores in NCHW; a CPU runs oneDNN's own kernels, an AMD GPU
+    # MIOpen's, which include NCHW ones: unchanged.
+    for hardware, precision in (("H100 SXM", "fp32"), ("Xeon 8480+", "bf16"),
+                                ("MI300X", "bf16")):
         spec = aa.hardware.get(hardware)
         a = aa.predict(big, hardware=spec, precision=precision)
         b = aa.predict(channels_last_convs(big), hardware=spec, precision=precision)
