@@ -27,7 +27,12 @@ from .facts import (
     matmul_fraction,
     matmul_source,
 )
-from .layout import layout_transpose_ops, nchw_convs, transposes_nchw_convs, with_layout_transposes
+from .layout import (
+    nchw_convs,
+    transposed_bytes,
+    transposes_nchw_convs,
+    with_layout_transposes,
+)
 from .local import LocalCalibration
 from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
 from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
@@ -473,11 +478,11 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     if note:
         all_notes.append(note)
     if transposes_nchw_convs(spec, precision) and nchw_convs(prof):
-        moved = sum(op.bytes_total for op in layout_transpose_ops(prof))
+        moved = transposed_bytes(prof, precision)
         calls = sum(op.count for op in nchw_convs(prof))
         all_notes.append(f"Convolutions: {calls:.0f} NCHW convolution calls a step, each "
                          "priced with the NCHW <-> NHWC transposes cuDNN runs around its "
-                         f"tensor-core kernels ({fmt_bytes(moved)} as traced); a "
+                         f"tensor-core kernels ({fmt_bytes(moved)} moved a step); a "
                          "channels_last model and input "
                          "(.to(memory_format=torch.channels_last)) skip them.")
     if has_dropout(prof) and runs_cuda_kernels(spec):

@@ -54,6 +54,18 @@ def layout_transpose_ops(prof: ModelProfile) -> list[OpRecord]:
             for op in nchw_convs(prof)]
 
 
+def transposed_bytes(prof: ModelProfile, precision: str) -> float:
+    """Bytes the transposes of :func:`layout_transpose_ops` move a step at ``precision`` (the
+    traced bytes converted as the cost model prices them)."""
+    from .ops import byte_factors, op_arrays
+
+    extra = layout_transpose_ops(prof)
+    if not extra:
+        return 0.0
+    ops = op_arrays(dataclasses.replace(prof, ops=tuple(extra)))
+    return float((ops.bytes_total * byte_factors(prof, ops, precision)).sum())
+
+
 def with_layout_transposes(prof: ModelProfile) -> ModelProfile:
     """``prof`` with :func:`layout_transpose_ops` appended (itself when it has none)."""
     extra = layout_transpose_ops(prof)

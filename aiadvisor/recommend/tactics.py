@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import SNIPPETS, CodeNames, snippet
-from ..costmodel.layout import layout_transpose_ops, transposes_nchw_convs
+from ..costmodel.layout import layout_transpose_ops, transposed_bytes, transposes_nchw_convs
 from ..errors import AIAdvisorError
 from ..estimate import bubble_fraction
 from ..hardware.threads import ThreadSettings, is_local_cpu, thread_settings
@@ -451,7 +451,7 @@ def channels_last(ctx: Context) -> Recommendation | None:
     gpu = ctx.is_cuda_gpu and ctx.precision != "fp32"
     if share < 0.3 or not (gpu or ctx.spec.kind == "cpu"):
         return None
-    moved = sum(op.bytes_total for op in layout_transpose_ops(ctx.step_prof))
+    moved = transposed_bytes(ctx.step_prof, ctx.precision)
     timed = _timed_channels_last(ctx)
     if timed or transposes_nchw_convs(ctx.spec, ctx.precision):
         # This CPU's benchmark timed its convolutions in both layouts, or the GPU's step is

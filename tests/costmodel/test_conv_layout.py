@@ -8,7 +8,11 @@ import torch
 
 import aiadvisor as aa
 from aiadvisor.costmodel.api import _ops
-from aiadvisor.costmodel.layout import LAYOUT_TRANSPOSE_OP, layout_transpose_ops
+from aiadvisor.costmodel.layout import (
+    LAYOUT_TRANSPOSE_OP,
+    layout_transpose_ops,
+    transposed_bytes,
+)
 from aiadvisor.recommend.transforms import channels_last_convs
 
 
@@ -48,6 +52,11 @@ def test_each_nchw_convolution_reads_and_writes_its_operands_once_more():
     assert len(extra) == 2 and {op.module for op in extra} == {"conv1", "conv2"}
     assert sum(op.bytes_total for op in extra) == pytest.approx(2 * CONV_BYTES)
     assert layout_transpose_ops(_profile(channels_last=True)) == []
+    # An fp32 trace predicted in bf16 moves the same 2-byte copies: its 4-byte records halve.
+    torch.manual_seed(0)
+    fp32 = aa.profile(ConvNet(), torch.randn(BATCH, 16, 32, 32), mode="infer")
+    assert transposed_bytes(fp32, "bf16") == pytest.approx(2 * CONV_BYTES)
+    assert transposed_bytes(prof, "bf16") == pytest.approx(2 * CONV_BYTES)
     # Training: the backward convolutions transpose too (one record each per phase).
     assert {op.phase for op in layout_transpose_ops(_profile("train"))} == {"forward",
                                                                            "backward"}
