@@ -1152,51 +1152,43 @@ def dynamic_int8(ctx: Context) -> Recommendation | None:
     )
 
 
-@rule("weight_only_int8")
-def weight_only_int8(ctx: Context) -> Recommendation | None:
-    """int8 weights computed in 16 bit (W8A16): half the 16-bit weight reads, per-channel
-    scales with no calibration data; offered where the device work is memory-bound."""
+def _weight_only(ctx: Context, precision: str, *, tactic_id: str, title: str, weights: str,
+                 values: dict | None = None) -> Recommendation | None:
+    """A weight-only format (weights stored in ``precision``, computed in 16 bit) where the
+    device work is memory-bound: what it gains is the weight bytes it no longer reads."""
     base = ctx.base
     if ctx.train or base is None or not ctx.is_cuda_gpu or base.memory_s <= base.compute_s \
-            or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES["int8wo"]:
+            or WEIGHT_BYTES[ctx.precision] <= WEIGHT_BYTES[precision]:
         return None
-    gain = _gain(ctx, ctx.predict(precision="int8wo"))
+    gain = _gain(ctx, ctx.predict(precision=precision))
     if gain is None or gain.point < MIN_SPEEDUP:
         return None
     before = ctx.memory().weights_bytes
-    after = ctx.memory(precision="int8wo").weights_bytes
+    after = ctx.memory(precision=precision).weights_bytes
     return _make(
-        ctx, tactic_id="weight_only_int8", title="8-bit weight-only quantization (W8A16)",
-        category="precision",
+        ctx, tactic_id=tactic_id, title=title, category="precision",
         rationale=(f"The device work is memory-bound ({fmt_seconds(base.memory_s)} moving data "
-                   f"vs {fmt_seconds(base.compute_s)} computing); int8 weights with one scale "
-                   f"per output channel read {fmt_bytes(after)} instead of {fmt_bytes(before)}, "
-                   "with less accuracy risk than 4 bits and no calibration data."),
-        snippet_id="weight_only_int8", gain=gain, memory_saving_bytes=before - after,
+                   f"vs {fmt_seconds(base.compute_s)} computing); {weights} read "
+                   f"{fmt_bytes(after)} instead of {fmt_bytes(before)}."),
+        snippet_id=tactic_id, values=values, gain=gain, memory_saving_bytes=before - after,
         trigger={"memory_s": base.memory_s, "compute_s": base.compute_s},
     )
 
 
+@rule("weight_only_int8")
+def weight_only_int8(ctx: Context) -> Recommendation | None:
+    """int8 weights computed in 16 bit (W8A16): per-channel scales, no calibration data."""
+    return _weight_only(ctx, "int8wo", tactic_id="weight_only_int8",
+                        title="8-bit weight-only quantization (W8A16)",
+                        weights="int8 weights with one scale per output channel (less accuracy "
+                                "risk than 4 bits, no calibration data)")
+
+
 @rule("weight_only_int4")
 def weight_only_int4(ctx: Context) -> Recommendation | None:
-    base = ctx.base
-    if ctx.train or base is None or not ctx.is_cuda_gpu or base.memory_s <= base.compute_s:
-        return None
-    gain = _gain(ctx, ctx.predict(precision="int4"))
-    if gain is None or gain.point < MIN_SPEEDUP:
-        return None
-    before = ctx.memory().weights_bytes
-    after = ctx.memory(precision="int4").weights_bytes
-    return _make(
-        ctx, tactic_id="weight_only_int4", title="4-bit weight-only quantization (GPTQ/AWQ)",
-        category="precision",
-        rationale=(f"The device work is memory-bound ({fmt_seconds(base.memory_s)} moving data "
-                   f"vs {fmt_seconds(base.compute_s)} computing); 4-bit weights read "
-                   f"{fmt_bytes(after)} instead of {fmt_bytes(before)}."),
-        snippet_id="weight_only_int4", values={"group_size": 128}, gain=gain,
-        memory_saving_bytes=before - after, trigger={"memory_s": base.memory_s,
-                                                     "compute_s": base.compute_s},
-    )
+    return _weight_only(ctx, "int4", tactic_id="weight_only_int4",
+                        title="4-bit weight-only quantization (GPTQ/AWQ)",
+                        weights="4-bit weights", values={"group_size": 128})
 
 
 @rule("weight_only_nf4")
