@@ -98,3 +98,19 @@ def test_precision_table_offers_weight_only_int8_for_inference_only():
                                                                      "memory_per_device_bytes"]
     trained = train.set_index("precision").loc["int8wo"]
     assert not trained["usable"] and "not for training" in trained["notes"]
+
+
+@pytest.mark.parametrize("precision", ["int8wo", "int4", "nf4"])
+def test_a_pinned_weight_only_format_is_what_the_report_prices(precision):
+    # The L4 has INT8 and FP8 figures but no INT4 one, and no engine is named for int8wo or
+    # nf4: weight-only formats dequantise to its bf16 engine, so the report keeps them rather
+    # than falling back to bf16 (int8wo, nf4) or to int8 W8A8 (int4).
+    model, x = _model_and_input()
+    report = aa.advise(model, x, mode="infer", hardware="L4", precision=precision)
+    assert report.prediction.precision == report.options["precision"] == precision
+    assert "requested_precision" not in report.options
+    assert report.prediction.step_time_s > 0
+    # Training still means bf16: these are inference formats.
+    train = aa.advise(model, x, mode="train", hardware="L4", precision=precision)
+    assert train.prediction.precision == "bf16"
+    assert train.options["requested_precision"] == precision

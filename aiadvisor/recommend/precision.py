@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..costmodel.precision import FP4_TRAINING_NOTE
+from ..costmodel.precision import FP4_TRAINING_NOTE, WEIGHT_ONLY
 from ..errors import check_choice
 from ..hardware.support import fp4_bits, fp4_format, support_level
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
@@ -68,20 +68,26 @@ _NEAREST = {"fp32": (), "tf32": ("fp32",), "bf16": ("fp16", "fp32"), "fp16": ("b
 
 
 def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str | None:
-    """The nearest precision the device runs at full rate: ``precision`` itself, else the
-    first full-rate one of :data:`_NEAREST` (fp8 -> bf16 -> fp16 -> fp32). Training never
-    falls to an inference format: int8/int8wo/int4/nf4 training means bf16, and fp4 training (not
+    """The nearest precision the device runs: ``precision`` itself, else the first full-rate
+    one of :data:`_NEAREST` (fp8 -> bf16 -> fp16 -> fp32). The weight-only formats (int8wo,
+    int4, nf4) run wherever their 16-bit engine does (support "emulated" by design: they
+    dequantise and multiply in 16 bit), so inference keeps them there. Training never falls to
+    an inference format: int8/int8wo/int4/nf4 training means bf16, and fp4 training (not
     offered) the nearest of fp8 -> bf16.
 
     >>> from aiadvisor.hardware import get
     >>> fallback_precision(get("V100 SXM2 32GB"), "bf16", mode="train")
     'fp16'
+    >>> fallback_precision(get("L4"), "int8wo", mode="infer")  # no INT8WO engine is needed
+    'int8wo'
     """
     if mode == "train" and precision in _TRAIN_ONLY_INFER:
         precision = "bf16"
     first = () if mode == "train" and precision == "fp4" else (precision,)
     for candidate in (*first, *_NEAREST[precision]):
-        if support_level(spec, candidate) == "full":
+        level = support_level(spec, candidate)
+        if level == "full" or (level == "emulated" and candidate in WEIGHT_ONLY
+                               and mode != "train"):
             return candidate
     return None
 
