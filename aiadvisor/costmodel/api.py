@@ -53,7 +53,7 @@ from .predict import StepParts, stack_band, step_parts
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
 MFU_BAND = (0.25, 0.65)
 
-_OPS_CACHE: dict[tuple[int, bool], tuple[ModelProfile, OpArrays]] = {}
+_OPS_CACHE: dict[tuple[int, bool, bool], tuple[ModelProfile, OpArrays]] = {}
 
 
 def _ops(prof: ModelProfile, *, fused: bool = False, transposes: bool = False) -> OpArrays:

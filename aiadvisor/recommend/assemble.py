@@ -199,7 +199,7 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
         return "fp32"
     if chosen != requested:
         if mode == "train" and requested in ("int8", "int8wo", "int4", "nf4"):
-            why = "it is a weight-only inference format"
+            why = "it is an inference format (W8A8 or weight-only quantization)"
         elif mode == "train" and requested == "fp4":
             why = "fp4 is offered for inference and serving only"
         else:

@@ -128,7 +128,7 @@ def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) 
         better = fallback_precision(spec, precision, mode=prof.mode)
         engine = {"mxfp8": "block-scaled (MX) FP8", "fp4": "FP4"}.get(precision, precision)
         return False, f"{spec.name} has no {engine} engine; the nearest is {better}"
-    if level == "emulated" and precision in ("int8wo", "int4", "nf4"):
+    if level == "emulated" and precision in WEIGHT_ONLY:
         bits = 8 if precision == "int8wo" else 4
         return True, f"weight-only: stored in {bits} bits, computed in 16 bit"
     if level == "emulated":

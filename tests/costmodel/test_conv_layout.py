@@ -1,5 +1,5 @@
-"""NCHW convolutions on a GPU's matrix engine pay cuDNN's layout transposes; channels_last ones
-and FP32 (CUDA-core) ones do not (aiadvisor.costmodel.layout)."""
+"""NCHW convolutions on an NVIDIA GPU's tensor cores pay cuDNN's layout transposes;
+channels_last ones, FP32 (CUDA-core) ones, CPUs and AMD GPUs do not (aiadvisor.costmodel.layout)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_each_nchw_convolution_reads_and_writes_its_operands_once_more():
                                                                            "backward"}
 
 
-def test_only_a_gpu_on_its_matrix_engine_prices_them():
+def test_only_an_nvidia_gpu_on_its_tensor_cores_prices_them():
     prof = _profile()
     ops = _ops(prof, fused=True, transposes=True)
     assert (ops.name == LAYOUT_TRANSPOSE_OP).sum() == 2
