@@ -37,10 +37,12 @@ from .local import LocalCalibration
 from .model import LOW_POWER_TDP_W, EfficiencyModel, load_model
 from .ops import NF4_DEQUANT_BYTES, OpArrays, nf4_dequantizes, op_arrays
 from .precision import (
+    CPU_WEIGHT_ONLY_NOTE,
     DTYPE_BYTES,
     GEMM_ACT_BYTES,
     MEASURED_PRECISIONS,
     MEMORY_ACT_BYTES,
+    WEIGHT_ONLY,
     block_format_note,
     check_mode,
     check_precision,
@@ -211,7 +213,8 @@ def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration |
                     "hardware='local' to calibrate.")
         else:
             try:
-                cal = LocalCalibration.from_benchmark(result, precision)
+                cal = LocalCalibration.from_benchmark(result, matmul_curve_precision(spec,
+                                                                                      precision))
             except (ValueError, KeyError, TypeError) as exc:
                 note = (f"The benchmark of this device could not be read ({type(exc).__name__}:"
                         f" {exc}): predicted from its peaks with the learned efficiency curves.")
@@ -220,6 +223,17 @@ def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration |
         # The result is kept with its calibration so that its id is not reused.
         _CURVES[key] = (result, cal, note)
     return _CURVES[key][1], _CURVES[key][2]
+
+
+def matmul_curve_precision(spec: HardwareSpec, precision: str) -> str:
+    """The precision whose measured matmul curve prices GEMMs in ``precision``: a weight-only
+    format multiplies at FP32 on a CPU (:data:`~.precision.CPU_WEIGHT_ONLY_NOTE`) and in 16
+    bit elsewhere; TF32 reads the FP32 curve (``LocalCalibration.from_benchmark``)."""
+    if precision not in WEIGHT_ONLY:
+        return precision
+    if spec.kind == "cpu":
+        return "fp32"
+    return "bf16" if spec.bf16_tflops else "fp16" if spec.fp16_tflops else "fp32"
 
 
 def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
@@ -416,6 +430,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         notes.append(f"bf16 GEMMs on this CPU's matrix unit (AMX) at {CPU_MATRIX_UNIT_FRACTION:.0%}"
                      " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"
                      " benchmark it, hardware='local', to measure).")
+    if spec.kind == "cpu" and precision in WEIGHT_ONLY:
+        notes.append(CPU_WEIGHT_ONLY_NOTE[0].upper() + CPU_WEIGHT_ONLY_NOTE[1:] + ".")
     format_note = block_format_note(spec, precision)
     if format_note:
         notes.append(format_note)

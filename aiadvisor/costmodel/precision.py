@@ -57,6 +57,17 @@ AUTOCAST_FP32_OPS = frozenset({
 #: Weight-only formats: 8- or 4-bit weights, activations and the multiply in 16 bit.
 WEIGHT_ONLY = ("int8wo", "int4", "nf4")
 
+#: Why weight-only GEMMs on a CPU are priced at its FP32 rate (a prediction's note). Measured on
+#: the development CPU (2 Zen 5 cores, torch 2.13), a 4096 -> 11008 layer at 8 and 64 rows:
+#: ``torch._weight_int8pack_mm`` (what torchao's int8 weight-only runs on a CPU) 0.23 TFLOP/s
+#: and ``torch._weight_int4pack_mm_for_cpu`` 0.33, against 0.22 for its FP32 and 0.98 for its
+#: BF16 matmul. At one row they are bound by the weight bytes (29-34 GB/s).
+CPU_WEIGHT_ONLY_NOTE = (
+    "weight-only GEMMs on a CPU priced at its FP32 matmul rate: PyTorch's CPU weight-only "
+    "kernels do not run on the BF16 units (measured on a 2-core Zen 5: int8 0.23, int4 0.33 "
+    "TFLOP/s against 0.22 FP32 and 0.98 BF16); decoding one token is bound by the weight "
+    "bytes either way")
+
 #: Precisions a device may run GEMMs in natively, in order of preference when suggesting a
 #: replacement for an unsupported one (nearest first).
 NEAREST = {
@@ -89,7 +100,9 @@ def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     TensorRT-LLM W8A16; GPTQ/AWQ; bitsandbytes): the kernels dequantise the weights and multiply
     in 16 bit, so they run on the BF16 (else FP16) engine even where the device has INT8/INT4
     tensor cores (an ``int4_tops`` figure is for W4A4 kernels, which serving stacks do not use);
-    a device without a 16-bit figure dequantises to its FP32 units (llama.cpp on Jetson, CPUs).
+    a device without a 16-bit figure dequantises to its FP32 units (llama.cpp on Jetson).
+
+    On a CPU they run at the FP32 rate, not on its BF16 units (:data:`CPU_WEIGHT_ONLY_NOTE`).
 
     >>> from aiadvisor.hardware import get
     >>> gemm_peak_tflops(get("RTX 4090"), "int4") == get("RTX 4090").bf16_tflops
@@ -99,6 +112,8 @@ def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     (312.0, 624.0)
     """
     if precision in WEIGHT_ONLY:
+        if spec.kind == "cpu":
+            return _positive(spec.fp32_tflops)
         return (_positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
                 or _positive(spec.fp32_tflops))
     return _positive(spec.peak_tflops(precision))
