@@ -162,3 +162,13 @@ def isolate_measurements() -> str:
     os.environ["AIADVISOR_MEASUREMENTS"] = path
     os.environ["AIADVISOR_MEASURED_CORRECTION"] = "0"
     return path
+
+
+def median_seconds(fn, repeats: int, *, warmup: int = 0) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` after ``warmup`` untimed ones (and the
+    one :func:`aiadvisor.hardware.host._median_us` makes)."""
+    from aiadvisor.hardware.host import _median_us
+
+    for _ in range(warmup):
+        fn()
+    return _median_us(fn, 1, repeats=repeats) * 1e-6

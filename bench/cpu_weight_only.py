@@ -21,12 +21,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _results import median_seconds  # noqa: E402
 
 import aiadvisor as aa  # noqa: E402
 
@@ -44,14 +45,7 @@ class MLP(torch.nn.Module):
 
 
 def _median_s(fn, repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_seconds(fn, repeats, warmup=3)
 
 
 def _int8(w: torch.Tensor):

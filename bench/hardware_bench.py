@@ -10,7 +10,6 @@ the reference peak (the catalog row when the device is in it, else the ISA-flag 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 
@@ -20,12 +19,9 @@ BENCH_TARGET_S = 15.0  # issue 3: the device benchmark takes about 15 s on a 2-c
 
 
 def _median_s(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    from _results import median_seconds
+
+    return median_seconds(fn, repeats)
 
 
 def _table_timings() -> None:
