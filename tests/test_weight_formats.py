@@ -98,6 +98,10 @@ def test_precision_table_offers_weight_only_int8_for_inference_only():
                                                                      "memory_per_device_bytes"]
     trained = train.set_index("precision").loc["int8wo"]
     assert not trained["usable"] and "not for training" in trained["notes"]
+    # On a CPU the weight-only kernels multiply at the FP32 rate, and the table says so.
+    cpu = aa.advise(model, x, mode="infer", hardware="Xeon 8480+").precision
+    assert cpu.set_index("precision").loc["int8wo", "notes"] == (
+        "weight-only: stored in 8 bits, computed at the FP32 rate (a CPU)")
 
 
 @pytest.mark.parametrize("precision", ["int8wo", "int4", "nf4"])

@@ -130,7 +130,8 @@ def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) 
         return False, f"{spec.name} has no {engine} engine; the nearest is {better}"
     if level == "emulated" and precision in WEIGHT_ONLY:
         bits = 8 if precision == "int8wo" else 4
-        return True, f"weight-only: stored in {bits} bits, computed in 16 bit"
+        computed = "at the FP32 rate (a CPU)" if spec.kind == "cpu" else "in 16 bit"
+        return True, f"weight-only: stored in {bits} bits, computed {computed}"
     if level == "emulated":
         return False, f"{spec.name} has no {precision} engine"
     return True, _format_note(spec, precision, prof.mode)
