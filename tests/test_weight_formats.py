@@ -124,16 +124,15 @@ def test_weight_only_gemms_on_a_cpu_run_at_its_fp32_rate():
     # PyTorch's CPU weight-only kernels do not use the BF16 units (measured: int8 0.23 and
     # int4 0.33 TFLOP/s on a CPU whose FP32 matmul ran 0.22 and BF16 0.98): a CPU prices them
     # at its FP32 peak, a GPU at its 16-bit one.
-    from aiadvisor.costmodel.api import matmul_curve_precision
-    from aiadvisor.costmodel.precision import gemm_peak_tflops
+    from aiadvisor.costmodel.precision import compute_precision, gemm_peak_tflops
 
     xeon, l4 = aa.hardware.get("Xeon 8480+"), aa.hardware.get("L4")
     for fmt in ("int8wo", "int4", "nf4"):
         assert gemm_peak_tflops(xeon, fmt) == xeon.fp32_tflops < xeon.bf16_tflops
         assert gemm_peak_tflops(l4, fmt) == l4.bf16_tflops
-        assert matmul_curve_precision(xeon, fmt) == "fp32"
-        assert matmul_curve_precision(l4, fmt) == "bf16"
-    assert matmul_curve_precision(xeon, "bf16") == "bf16"
+        assert compute_precision(xeon, fmt) == "fp32"
+        assert compute_precision(l4, fmt) == "bf16"
+    assert compute_precision(xeon, "bf16") == "bf16"
     model, x = _model_and_input()
     prof = aa.profile(model, x, mode="infer")
     note = aa.predict(prof, hardware=xeon, precision="int8wo").notes

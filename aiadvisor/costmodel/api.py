@@ -46,6 +46,7 @@ from .precision import (
     block_format_note,
     check_mode,
     check_precision,
+    compute_precision,
     gemm_peak_tflops,
     uses_matrix_engine,
 )
@@ -213,8 +214,7 @@ def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration |
                     "hardware='local' to calibrate.")
         else:
             try:
-                cal = LocalCalibration.from_benchmark(result, matmul_curve_precision(spec,
-                                                                                      precision))
+                cal = LocalCalibration.from_benchmark(result, compute_precision(spec, precision))
             except (ValueError, KeyError, TypeError) as exc:
                 note = (f"The benchmark of this device could not be read ({type(exc).__name__}:"
                         f" {exc}): predicted from its peaks with the learned efficiency curves.")
@@ -223,17 +223,6 @@ def _calibration(spec: HardwareSpec, precision: str) -> tuple[LocalCalibration |
         # The result is kept with its calibration so that its id is not reused.
         _CURVES[key] = (result, cal, note)
     return _CURVES[key][1], _CURVES[key][2]
-
-
-def matmul_curve_precision(spec: HardwareSpec, precision: str) -> str:
-    """The precision whose measured matmul curve prices GEMMs in ``precision``: a weight-only
-    format multiplies at FP32 on a CPU (:data:`~.precision.CPU_WEIGHT_ONLY_NOTE`) and in 16
-    bit elsewhere; TF32 reads the FP32 curve (``LocalCalibration.from_benchmark``)."""
-    if precision not in WEIGHT_ONLY:
-        return precision
-    if spec.kind == "cpu":
-        return "fp32"
-    return "bf16" if spec.bf16_tflops else "fp16" if spec.fp16_tflops else "fp32"
 
 
 def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w: float,
@@ -431,7 +420,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
                      " of the share of peak FP32 GEMMs reach (estimated from one measured CPU;"
                      " benchmark it, hardware='local', to measure).")
     if spec.kind == "cpu" and precision in WEIGHT_ONLY:
-        notes.append(CPU_WEIGHT_ONLY_NOTE[0].upper() + CPU_WEIGHT_ONLY_NOTE[1:] + ".")
+        notes.append(CPU_WEIGHT_ONLY_NOTE)
     format_note = block_format_note(spec, precision)
     if format_note:
         notes.append(format_note)

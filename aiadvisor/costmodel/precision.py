@@ -56,6 +56,9 @@ AUTOCAST_FP32_OPS = frozenset({
 
 #: Weight-only formats: 8- or 4-bit weights, activations and the multiply in 16 bit.
 WEIGHT_ONLY = ("int8wo", "int4", "nf4")
+#: Quantized formats for inference only (W8A8 int8 and the weight-only ones): training in one
+#: of them means bf16.
+INFERENCE_ONLY = ("int8", *WEIGHT_ONLY)
 
 #: Why weight-only GEMMs on a CPU are priced at its FP32 rate (a prediction's note). Measured on
 #: the development CPU (2 Zen 5 cores, torch 2.13), a 4096 -> 11008 layer at 8 and 64 rows:
@@ -63,10 +66,10 @@ WEIGHT_ONLY = ("int8wo", "int4", "nf4")
 #: and ``torch._weight_int4pack_mm_for_cpu`` 0.33, against 0.22 for its FP32 and 0.98 for its
 #: BF16 matmul. At one row they are bound by the weight bytes (29-34 GB/s).
 CPU_WEIGHT_ONLY_NOTE = (
-    "weight-only GEMMs on a CPU priced at its FP32 matmul rate: PyTorch's CPU weight-only "
+    "Weight-only GEMMs on a CPU priced at its FP32 matmul rate: PyTorch's CPU weight-only "
     "kernels do not run on the BF16 units (measured on a 2-core Zen 5: int8 0.23, int4 0.33 "
     "TFLOP/s against 0.22 FP32 and 0.98 BF16); decoding one token is bound by the weight "
-    "bytes either way")
+    "bytes either way.")
 
 #: Precisions a device may run GEMMs in natively, in order of preference when suggesting a
 #: replacement for an unsupported one (nearest first).
@@ -111,12 +114,23 @@ def gemm_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:
     >>> gemm_peak_tflops(a100, "int8wo"), gemm_peak_tflops(a100, "int8")   # W8A16, W8A8
     (312.0, 624.0)
     """
-    if precision in WEIGHT_ONLY:
-        if spec.kind == "cpu":
-            return _positive(spec.fp32_tflops)
-        return (_positive(spec.bf16_tflops) or _positive(spec.fp16_tflops)
-                or _positive(spec.fp32_tflops))
-    return _positive(spec.peak_tflops(precision))
+    return _positive(spec.peak_tflops(compute_precision(spec, precision)))
+
+
+def compute_precision(spec: HardwareSpec, precision: str) -> str:
+    """The precision whose engine multiplies GEMMs in ``precision`` on ``spec``: itself, except
+    for the weight-only formats, which dequantise to FP32 on a CPU
+    (:data:`CPU_WEIGHT_ONLY_NOTE`) and to BF16 (else FP16, else FP32) elsewhere.
+
+    >>> from aiadvisor.hardware import get
+    >>> compute_precision(get("L4"), "int8wo"), compute_precision(get("Xeon 8480+"), "int4")
+    ('bf16', 'fp32')
+    """
+    if precision not in WEIGHT_ONLY:
+        return precision
+    if spec.kind == "cpu":
+        return "fp32"
+    return next((p for p in ("bf16", "fp16") if _positive(spec.peak_tflops(p))), "fp32")
 
 
 def attention_peak_tflops(spec: HardwareSpec, precision: str) -> float | None:

@@ -7,6 +7,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import CodeNames
+from ..costmodel.precision import INFERENCE_ONLY
 from ..errors import InvalidArgumentError, check_choice
 from ..hardware.pricing import PriceRule
 from ..profiler import rescale
@@ -198,7 +199,7 @@ def _effective_precision(spec: HardwareSpec, requested: str, mode: str,
                      "format; predictions use fp32 and are unreliable.")
         return "fp32"
     if chosen != requested:
-        if mode == "train" and requested in ("int8", "int8wo", "int4", "nf4"):
+        if mode == "train" and requested in INFERENCE_ONLY:
             why = "it is an inference format (W8A8 or weight-only quantization)"
         elif mode == "train" and requested == "fp4":
             why = "fp4 is offered for inference and serving only"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..costmodel.precision import check_mode
+from ..costmodel.precision import INFERENCE_ONLY, WEIGHT_ONLY, check_mode
 from ..errors import UnsupportedPrecisionError
 from ..schema import ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, WEIGHT_BYTES
@@ -44,7 +44,6 @@ _MIXED = ("bf16", "fp16", "fp8", "mxfp8")
 #: parallelism keeps whole on every rank: 10 of 34 (Korthikanti et al. 2022, sec. 4.1).
 NO_SP_WHOLE_SHARE = 10 / 34
 _FULL = ("fp32", "tf32")
-_WEIGHT_ONLY = ("int8", "int8wo", "int4", "nf4")
 
 #: Optimizer bytes per trainable parameter: (fp32 training, mixed precision). Mixed precision
 #: adds a 4-byte fp32 master copy to each (the optimizer updates the master, ZeRO section 3).
@@ -89,10 +88,11 @@ def state_bytes_per_param(*, mode: str, precision: str,
     if mode == "infer":
         return WEIGHT_BYTES[precision], 0, 0
     check_mode(mode, precision)
-    if precision in _WEIGHT_ONLY:
+    if precision in INFERENCE_ONLY:
         raise UnsupportedPrecisionError(
-            f"precision={precision!r} is not valid for training: {precision} is a weight-only "
-            "storage format for inference (or for the frozen base of QLoRA adapters). Train in "
+            f"precision={precision!r} is not valid for training: {precision} is a "
+            f"{'weight-only' if precision in WEIGHT_ONLY else 'W8A8'} quantized format for "
+            "inference (or for the frozen base of QLoRA adapters). Train in "
             "'bf16' (or 'fp16', 'fp8'), then quantize for serving."
         )
     fp32_state, mixed_state = _OPTIMIZER_STATE[optimizer]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..costmodel.precision import FP4_TRAINING_NOTE, WEIGHT_ONLY
+from ..costmodel.precision import FP4_TRAINING_NOTE, INFERENCE_ONLY, WEIGHT_ONLY
 from ..errors import check_choice
 from ..hardware.support import fp4_bits, fp4_format, support_level
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig
@@ -55,7 +55,6 @@ RISKS = {
             ("weight-only NF4 with block-wise absmax (64) and double quantization "
             "(bitsandbytes); QLoRA trains bf16 adapters on the frozen NF4 base")),
 }
-_TRAIN_ONLY_INFER = ("int8", "int8wo", "int4", "nf4")
 
 
 #: Where to go when a device lacks a precision: the other 16-bit format first (same memory,
@@ -81,7 +80,7 @@ def fallback_precision(spec: HardwareSpec, precision: str, *, mode: str) -> str 
     >>> fallback_precision(get("L4"), "int8wo", mode="infer")  # no INT8WO engine is needed
     'int8wo'
     """
-    if mode == "train" and precision in _TRAIN_ONLY_INFER:
+    if mode == "train" and precision in INFERENCE_ONLY:
         precision = "bf16"
     first = () if mode == "train" and precision == "fp4" else (precision,)
     for candidate in (*first, *_NEAREST[precision]):
@@ -118,7 +117,7 @@ def best_precision(spec: HardwareSpec, *, mode: str) -> str | None:
 
 
 def _usable(prof: ModelProfile, spec: HardwareSpec, precision: str, level: str) -> tuple[bool, str]:
-    if prof.mode == "train" and precision in _TRAIN_ONLY_INFER:
+    if prof.mode == "train" and precision in INFERENCE_ONLY:
         return False, "inference format: weight-only quantization, not for training"
     if prof.mode == "train" and precision == "fp4":
         return False, FP4_TRAINING_NOTE
