@@ -456,6 +456,10 @@ class ModelProfile:
     num_view_ops_forward: int = 0
     """View ops (reshape, transpose, ...) in the forward: no kernel, but host dispatch."""
     num_view_ops_backward: int = 0
+    num_python_lines: int = 0
+    """Python lines the model's own code runs in one forward, outside ``torch`` (masks, caches,
+    argument checks, output objects: :mod:`aiadvisor.profiler.pylines`); host time in eager
+    PyTorch beyond the ops, module calls and views. 0 where not counted."""
     large_param_bytes: tuple[int, ...] = ()
     """Bytes of each trainable tensor of at least 1 MiB, largest first (training profiles; the
     optimizer's per-tensor temporaries of that size land on fresh pages on a CPU)."""
@@ -738,6 +742,10 @@ class DecodeStep:
     num_view_ops: tuple[float, float, float, float]
     contexts: tuple[int, int]
     """The cached lengths traced (the fit is exact for the linear growth between them)."""
+    num_python_lines: int | None = 0
+    """Python lines the model's own code runs in one step outside ``torch``
+    (:mod:`aiadvisor.profiler.pylines`); None where another trace function kept them from
+    being counted."""
 
     def records(self, batch: float, context: float) -> tuple[OpRecord, ...]:
         return tuple(op.at(batch, context) for op in self.ops)
@@ -776,6 +784,10 @@ class GenerationProfile:
     """Width of the vocabulary (the head's output features): identifies the head's GEMM in the
     prompt forward, whose logits a serving engine computes for the last prompt token only
     (None where unknown: the head is then priced over every prompt token)."""
+    logits_to_keep: bool = False
+    """The model's forward takes ``logits_to_keep`` (transformers causal LMs since 4.50):
+    transformers ``generate`` passes 1, so plain ``generate`` too computes the prompt's logits
+    for its last token only."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -306,6 +306,24 @@ def source_weight_bytes(row: Row, gp, cfg: dict) -> float:
             + head * float(row.head_bits)) / 8.0
 
 
+#: transformers ``generate`` asks a model's forward for the last prompt token's logits only
+#: (``num_logits_to_keep=1``, now ``logits_to_keep``) since huggingface/transformers PR #31292
+#: (opened 2024-06-06, in the releases of autumn 2024); rows measured before computed every
+#: position's. This CSV's transformers rows are of 2023 or of 2024-12 on, so the exact release
+#: decides none of them.
+LOGITS_TO_KEEP_SINCE = "2024-09"
+
+
+def row_profile(row: Row, profiles: dict):
+    """The row's generation profile, as the source's transformers version ran the prompt."""
+    import dataclasses
+
+    gp = profiles[MODEL_KEYS[row.model], row.aa_engine]
+    if STACKS[row.aa_engine][1] == "eager" and row.date < LOGITS_TO_KEEP_SINCE:
+        gp = dataclasses.replace(gp, logits_to_keep=False)
+    return gp
+
+
 def _request(row: Row, gp, precision: str):
     import aiadvisor as aa
 
@@ -373,7 +391,7 @@ def run(rows: list[Row]) -> dict:
         row.segment = str(catalog.loc[row.gpu, "segment"])
         spec = aa.hardware.get(row.gpu)
         try:
-            predict_row(row, profiles[MODEL_KEYS[row.model], row.aa_engine], spec)
+            predict_row(row, row_profile(row, profiles), spec)
         except aa.AIAdvisorError as err:
             row.skipped = f"{type(err).__name__}: {str(err).split(':')[0]}"
     return profiles
@@ -581,7 +599,7 @@ def sensitivities(rows: list[Row], profiles: dict) -> None:
                       output_len=int(r.output_len), batch_size=r.batch_n,
                       engine=STACKS[r.aa_engine][1])
             kw.update(override)
-            g = aa.predict_generation(profiles[MODEL_KEYS[r.model], r.aa_engine], **kw)
+            g = aa.predict_generation(row_profile(r, profiles), **kw)
             alt = metric_value(r.metric, ttft=g.ttft_s, tpot=g.tpot_s, batch=r.batch_n,
                                prompt=int(r.prompt_len), output=int(r.output_len),
                                replicas=g.replicas)

@@ -231,10 +231,33 @@ def test_engine_prefill_computes_logits_for_the_last_prompt_token_only(llama8b):
     (left,) = [op for op in engine.ops if op.module == "head"]
     assert left.flops == pytest.approx(2 * 4096 * 128256 * 3)
     assert left.bytes_read == pytest.approx(2_101_346_304 + 3 * 4096 * 4)
-    # transformers generate (eager) prices every prompt position's logits, as it ran them.
+    # The built-in decoder's forward takes no logits_to_keep: eager prices every prompt
+    # position's logits, as a plain loop over it computes them.
+    assert not llama8b.logits_to_keep
     assert eager.flops_forward == pytest.approx(full.flops_forward)
     g = aa.predict_generation(llama8b, hardware="H100 SXM", prompt_len=prompt, batch_size=batch)
     assert any("last prompt token" in n for n in g.notes)
+
+
+def test_transformers_generate_prefill_keeps_the_last_logits_only():
+    # transformers generate passes logits_to_keep=1 to a forward that takes it: eager pricing
+    # of a transformers model drops the other prompt positions' logits as engines do.
+    # Batch 2 x 10 tokens, 64 wide, 1000 words: 2 x 64 x 1000 x 9 x 2 FLOPs go.
+    from aiadvisor.costmodel.generation import _step_profiles
+
+    cfg = transformers.GPT2Config(n_positions=64, n_layer=2, n_embd=64, n_head=2,
+                                  vocab_size=1000)
+    gp = aa.profile_generation(transformers.GPT2LMHeadModel(cfg), prompt_len=16)
+    assert gp.logits_to_keep
+    full = gp.prefill.at(batch_size=2, seq_len=10)
+    eager, *_ = _step_profiles(gp, 2, 10, 12, "eager", fused=False)
+    assert full.flops_forward - eager.flops_forward == pytest.approx(2 * 64 * 1000 * 9 * 2)
+    older, *_ = _step_profiles(dataclasses.replace(gp, logits_to_keep=False), 2, 10, 12,
+                               "eager", fused=False)
+    assert older.flops_forward == pytest.approx(full.flops_forward)
+    g = aa.predict_generation(gp, hardware="H100 SXM", prompt_len=10, output_len=8,
+                              batch_size=2, engine="eager")
+    assert any("logits_to_keep=1" in n for n in g.notes)
 
 
 def test_a_tied_head_is_found_by_its_output_width():

@@ -570,9 +570,9 @@ def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: b
                 f"(torch.compile(mode=\"reduce-overhead\")) the step would take about "
                 f"{graphs_s * 1e3:.3g} ms.")
     if spec.kind == "cpu" and host_s > 0:
-        return (f"Host work on this CPU (dispatch, autograd, module calls and views, measured "
-                f"per event): {host_s * 1e3:.3g} ms of the step, on the same threads as the "
-                "kernels.")
+        return (f"Host work on this CPU (dispatch, autograd, module calls, views and the "
+                f"model's own Python lines, measured per event): {host_s * 1e3:.3g} ms of the "
+                "step, on the same threads as the kernels.")
     return "No host-side model for this device (graph-compiled, or no measured host costs)."
 
 

@@ -231,7 +231,8 @@ def _decode_forward(gp: GenerationProfile, batch: int, context: float,
     base = gp.prefill.at(batch_size=batch, seq_len=1)
     prof = replace(base, ops=_decode_records(gp, batch, context), sdpa=(),
                    num_module_calls=gp.decode.num_module_calls,
-                   num_view_ops_forward=gp.decode.view_ops(batch, context))
+                   num_view_ops_forward=gp.decode.view_ops(batch, context),
+                   num_python_lines=gp.decode.num_python_lines or 0)
     return active_expert_profile(prof, tokens=batch)[0], True
 
 
@@ -326,11 +327,13 @@ def _step_profiles(gp: GenerationProfile, batch: int, prompt_len: int, context: 
     gate/up projections as one GEMM each (:func:`~aiadvisor.costmodel.fusion.
     fuse_projections`), in the prompt's forward and in each decode step, and the prompt's
     logits for its last token only (:func:`last_token_logits`); plain PyTorch runs every
-    traced op."""
+    traced op, and the prompt's logits for its last token only where ``generate`` passes
+    ``logits_to_keep=1`` (``gp.logits_to_keep``)."""
     step, traced = _decode_forward(gp, batch, context, engine)
     prefill = _forward(gp, batch, prompt_len)
-    if fused:
+    if fused or gp.logits_to_keep:
         prefill = last_token_logits(gp, prefill)
+    if fused:
         prefill, step = (fuse_projections(fuse_elementwise(p)) for p in (prefill, step))
     return prefill, step, traced, float(sum(op.count for op in step.ops))
 
@@ -622,8 +625,11 @@ def _assemble(gp: GenerationProfile, spec: HardwareSpec, *, num_devices: int, tp
                  "batch); "
                  + ("logits for the last prompt token of each sequence only, as engines compute "
                     "them." if fused else
-                    "logits for every prompt token, as transformers generate computed them "
-                    "before logits_to_keep (engines compute only the last one)."))
+                    "logits for the last prompt token of each sequence only, as transformers "
+                    "generate asks the model's forward (logits_to_keep=1)." if gp.logits_to_keep
+                    else "logits for every prompt token: the model's forward takes no "
+                    "logits_to_keep (engines and transformers generate compute only the last "
+                    "one where it does)."))
     notes.extend(n for n in decode.notes if n not in notes)
     return GenerationPrediction(
         hardware=spec.name, num_devices=num_devices, tp=tp, weight_precision=weight_precision,

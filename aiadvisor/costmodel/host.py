@@ -56,6 +56,8 @@ class HostCounts:
     optimizer_ops: float
     module_calls: float
     view_ops: float
+    python_lines: float = 0.0
+    """Lines of the model's own Python in the forward (``ModelProfile.num_python_lines``)."""
 
 
 def host_counts(prof, work) -> HostCounts:
@@ -68,15 +70,24 @@ def host_counts(prof, work) -> HostCounts:
         module_calls=float(getattr(prof, "num_module_calls", 0)),
         view_ops=float(getattr(prof, "num_view_ops_forward", 0)
                        + getattr(prof, "num_view_ops_backward", 0)),
+        python_lines=float(getattr(prof, "num_python_lines", 0) or 0),
     )
+
+
+def python_fixed_s(counts: HostCounts, costs) -> float:
+    """Seconds of a step's host work on a benchmarked CPU that belong to no op: module calls,
+    view ops and the model's own Python lines."""
+    return (counts.module_calls * costs.module_us + counts.view_ops * costs.view_us
+            + counts.python_lines * costs.python_line_us) * 1e-6
 
 
 def cpu_host_extra_s(counts: HostCounts, costs, *, train: bool) -> tuple[float, float]:
     """(host seconds not in the measured op times, all host seconds) on a benchmarked CPU.
 
     Not in the op times: autograd's node per forward op (recorded, then run by the engine; the
-    run's own dispatch is in the backward op's time), module calls and view ops."""
-    extra = counts.module_calls * costs.module_us + counts.view_ops * costs.view_us
+    run's own dispatch is in the backward op's time), module calls, view ops and the model's
+    own Python lines."""
+    extra = python_fixed_s(counts, costs) * 1e6
     if train:
         extra += counts.forward_ops * (costs.autograd_us
                                        + max(costs.backward_node_us - costs.dispatch_us, 0.0))
@@ -89,7 +100,9 @@ def accelerator_host_s(counts: HostCounts, *, lazy: bool = False) -> np.ndarray:
     (``lazy``: that a lazy-tensor backend spends tracing its ops, :data:`LAZY_OP_US`).
 
     The optimizer step is left out: on GPUs PyTorch's default for-each (or fused) AdamW
-    launches a few kernels per group of tensors, not one per tensor."""
+    launches a few kernels per group of tensors, not one per tensor. The model's own Python
+    lines are not added: :data:`EAGER_KERNEL_US` was read from whole models' eager steps, so
+    their Python is already spread over its kernels."""
     kernels = counts.forward_ops + counts.backward_ops
     fixed = counts.module_calls * MODULE_CALL_US + counts.view_ops * VIEW_OP_US
     per_op = LAZY_OP_US if lazy else EAGER_KERNEL_US

@@ -23,7 +23,13 @@ from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS, fmt_bytes
 from .devices import DeviceArrays
-from .host import HostCounts, accelerator_host_s, cpu_host_extra_s, host_counts
+from .host import (
+    HostCounts,
+    accelerator_host_s,
+    cpu_host_extra_s,
+    host_counts,
+    python_fixed_s,
+)
 from .layout import LAYOUT_TRANSPOSE_OP
 from .local import LocalCalibration, op_family
 from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyModel, op_features
@@ -439,10 +445,10 @@ def _cpu_refill(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArra
     records (e.g. the query, key and value projections) is one stream, as many times a step
     as its first record is called. The host work that follows it is the seconds of the
     non-streaming records up to the next run (appended casts left out), plus the step's module
-    calls and view ops spread evenly over all runs. What those ops lost from the caches is
-    what streamed since they last ran: inside repeated blocks (``in_block``, ``num_blocks``)
-    one block's streaming GEMMs (the same code ran one block earlier), outside them the
-    whole phase's; never less than the run itself. P10 and P90 take :data:`REFILL_BAND` of
+    calls, view ops and Python lines spread evenly over all runs. What those ops lost from the
+    caches is what streamed since they last ran: inside repeated blocks (``in_block``,
+    ``num_blocks``) one block's streaming GEMMs (the same code ran one block earlier), outside
+    them the whole phase's; never less than the run itself. P10 and P90 take :data:`REFILL_BAND` of
     it. A decoder at batch 1 streams every layer's weights between a few small ops and pays
     in full; a step of large ops pays little."""
     stream = (work.op_class == "gemm") & (work.bytes_per_call >= REFILL_MIN_BYTES)
@@ -476,7 +482,7 @@ def _cpu_refill(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArra
                     current[3] += op_s[i]
                     broken = True
         gaps = sum(r[1] for r in runs)
-        fixed = (counts.module_calls * costs.module_us + counts.view_ops * costs.view_us) * 1e-6
+        fixed = python_fixed_s(counts, costs)
         total = 0.0
         for rows, calls, nbytes, following, since in runs:
             extra = float(costs.refill_seconds(max(nbytes, since),

@@ -502,6 +502,9 @@ def _dynamic(result, plan, static) -> dict[str, float]:
     calls = assemble.SEP.join(("host", "modules"))
     dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
                            for m, c in result.module_calls.items()))
+    lines = assemble.SEP.join(("host", "lines"))
+    dyn[lines] = float(sum(c * (n if is_block_module(m, plan) else 1)
+                           for m, c in result.python_lines.items()))
     # The other n-1 blocks each leave alive what the traced one does (saved activations in
     # training; KV cache and kept outputs in inference), from the time they run: so from the
     # traced block's start on, the live set is that much larger.

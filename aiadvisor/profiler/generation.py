@@ -145,12 +145,14 @@ def _cache_kwarg(model: nn.Module) -> str:
 
 
 def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
-    """(op aggregates, view ops per module, calls per module) of one greedy decode step:
+    """(op aggregates, view ops per module, calls per module, Python lines per module or None
+    where not counted) of one greedy decode step:
     ``model(ids (batch, 1), past_key_values=<the cache of a (batch, context) prompt>,
     use_cache=True)`` and the argmax over the new logits, on fake tensors. Only the step is
     recorded."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from .pylines import LineCounter
     from .recorder import ModuleStack, Recorder
 
     home = model_device(model)
@@ -166,10 +168,12 @@ def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
         tracker = ModuleStack(model)
         recorder = Recorder(tracker)
         recorder.fake_kernels = True
+        lines = LineCounter(tracker)
         with tracker, recorder:
-            out = functional_call(model, mapping, (), {"input_ids": new, _cache_kwarg(model): cache,
-                                                       "use_cache": True},
-                                  tie_weights=True, strict=False)
+            with lines:
+                out = functional_call(model, mapping, (),
+                                      {"input_ids": new, _cache_kwarg(model): cache,
+                                       "use_cache": True}, tie_weights=True, strict=False)
             logits = _first_tensor(out)
             if logits is None:
                 raise RuntimeError("the decode forward returned no logits")
@@ -179,7 +183,8 @@ def _trace_decode(model: nn.Module, vocab: int, batch: int, context: int):
     for (module, phase), n in recorder.views.items():
         if phase == "forward":
             views[module] = views.get(module, 0) + n
-    return recorder.aggs, views, dict(tracker.calls)
+    return (recorder.aggs, views, dict(tracker.calls),
+            dict(lines.lines) if lines.available else None)
 
 
 def _bilinear(v11: float, v21: float, v12: float, v22: float, b: tuple[int, int],
@@ -229,7 +234,7 @@ def _fit_decode(traces: dict, plan) -> DecodeStep:
         return plan.num_blocks if is_block_module(module, plan) else 1
 
     keys = list(traces[(b[0], c[0])][0])
-    for agg, _, _ in traces.values():
+    for agg, *_ in traces.values():
         keys += [k for k in agg if k not in keys]
     ops = []
     for key in keys:
@@ -249,8 +254,11 @@ def _fit_decode(traces: dict, plan) -> DecodeStep:
     v11, v12, v21, v22 = (float(sum(times(m) * k for m, k in traces[(bi, cj)][1].items()))
                           for bi in b for cj in c)
     calls = sum(times(m) * k for m, k in traces[(b[0], c[0])][2].items())
+    lines = traces[(b[0], c[0])][3]
     return DecodeStep(ops=tuple(ops), num_module_calls=int(calls),
-                      num_view_ops=_bilinear(v11, v21, v12, v22, b, c), contexts=c)
+                      num_view_ops=_bilinear(v11, v21, v12, v22, b, c), contexts=c,
+                      num_python_lines=None if lines is None else
+                      int(sum(times(m) * k for m, k in lines.items())))
 
 
 def kv_cache_layout(model: nn.Module) -> KVCacheLayout:
@@ -391,7 +399,16 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
         quantizable_params=quantizable,
         head_params=head,
         attention_flops_per_context_token=_attention_coefficient(prefill),
-        decode=decode, vocab_size=vocab)
+        decode=decode, vocab_size=vocab, logits_to_keep=_takes_logits_to_keep(model))
+
+
+def _takes_logits_to_keep(model: nn.Module) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep``, which transformers ``generate``
+    then sets to 1 (``GenerationMixin._supports_logits_to_keep``)."""
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 @contextlib.contextmanager

@@ -15,11 +15,17 @@ from torch.utils._pytree import tree_flatten
 
 from . import inputs as inputs_mod
 from .blocks import BlockPlan, is_block_module, truncated_copy
+from .pylines import LineCounter
 from .recorder import Agg, ModuleStack, Recorder
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16,
                    "mxfp8": torch.bfloat16, "fp4": torch.bfloat16, "int8": torch.bfloat16,
                    "int8wo": torch.bfloat16, "int4": torch.bfloat16, "nf4": torch.bfloat16}
+
+
+#: Profile note where another trace function kept the model's Python lines from being counted.
+LINES_NOT_COUNTED = ("the model's own Python lines were not counted (a debugger or coverage "
+                     "tool holds sys.settrace): eager host time leaves them out")
 
 
 @dataclass
@@ -55,6 +61,11 @@ class TraceResult:
     """Storages created and freed during the step, in order (``Recorder.events``)."""
     largest_gemm: tuple = ()
     """``(M, K, N)`` of the forward GEMM with the largest ``K x N`` (``Recorder.largest_gemm``)."""
+    python_lines: dict = dataclasses.field(default_factory=dict)
+    """Python lines the model's own code ran in the forward, per module (``LineCounter``)."""
+    python_lines_counted: bool = True
+    """False when another trace function (a debugger, coverage) kept the lines from being
+    counted."""
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -183,11 +194,16 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         weights_bytes = recorder.memory.live["weights"]
         inputs_bytes = recorder.memory.live["inputs"]
         grad_ctx = contextlib.nullcontext() if train else torch.no_grad()
+        lines = LineCounter(tracker)
         with tracker, recorder, autocast, grad_ctx:
             recorder.phase = "forward"
-            out = functional_call(root, mapping, args, kwargs, tie_weights=True, strict=False)
+            with lines:
+                out = functional_call(root, mapping, args, kwargs, tie_weights=True,
+                                      strict=False)
             if train:
                 loss = reduce_output(out)
+        if not lines.available:
+            recorder.notes.add(LINES_NOT_COUNTED)
         # What each module's forward left alive: saved for backward (train); in inference, the
         # outputs that outlive the forward, e.g. every layer's KV cache (``use_cache``).
         by_module = _fwd_by_module(recorder)
@@ -227,6 +243,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
         dropout={k: {**v, "ops": {op: list(t) for op, t in v["ops"].items()}}
                  for k, v in tracker.dropout.items()},
+        python_lines=dict(lines.lines), python_lines_counted=lines.available,
     )
 
 
