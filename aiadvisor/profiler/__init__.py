@@ -136,6 +136,13 @@ def _profile(model, spec, plan, *, mode, optimizer, precision, model_name, scali
                                              plan=plan)
     static = _static(model, result, plan, path=path, mode=mode, optimizer=optimizer,
                      precision=precision, model_name=model_name, notes=notes)
+    # Python lines, counted in the first trace only (the other sizes' traces skip the counter,
+    # whose sys.settrace slows a trace down): what a forward runs does not follow its shapes.
+    from .blocks import is_block_module
+
+    static["python_lines"] = sum(
+        c * (plan.num_blocks if plan and is_block_module(m, plan) else 1)
+        for m, c in result.python_lines.items())
     _record_experts(static, experts, imbalance)
     _record_position_limit(static, model, spec.seq_len)
     from .process import facts
@@ -502,9 +509,6 @@ def _dynamic(result, plan, static) -> dict[str, float]:
     calls = assemble.SEP.join(("host", "modules"))
     dyn[calls] = float(sum(c * (n if is_block_module(m, plan) else 1)
                            for m, c in result.module_calls.items()))
-    lines = assemble.SEP.join(("host", "lines"))
-    dyn[lines] = float(sum(c * (n if is_block_module(m, plan) else 1)
-                           for m, c in result.python_lines.items()))
     # The other n-1 blocks each leave alive what the traced one does (saved activations in
     # training; KV cache and kept outputs in inference), from the time they run: so from the
     # traced block's start on, the live set is that much larger.
@@ -540,7 +544,7 @@ def _scaling_fit(model, spec, samples, static, plan, *, path, mode, precision):
             if (b, s) in samples:
                 continue
             result = run_trace(model, spec, path=path, mode=mode, precision=precision,
-                               batch_size=b, seq_len=s, plan=plan)
+                               batch_size=b, seq_len=s, plan=plan, count_lines=False)
             samples[(b, s)] = _dynamic(result, plan, static)
     except Exception as exc:  # noqa: BLE001 - the profile stays valid at its own size
         reason = f"{type(exc).__name__}: {_first_line(exc)}"
@@ -568,7 +572,7 @@ def _batch_only_fit(model, spec, samples, static, plan, *, path, mode, precision
     b0, s0 = spec.batch_size, spec.seq_len
     try:
         result = run_trace(model, spec, path=path, mode=mode, precision=precision,
-                           batch_size=2 * b0, seq_len=s0, plan=plan)
+                           batch_size=2 * b0, seq_len=s0, plan=plan, count_lines=False)
     except Exception:  # noqa: BLE001 - no scaling at all then
         return None
     points = [(b0, None), (2 * b0, None)]

@@ -133,7 +133,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         num_module_calls=round(dyn.get(SEP.join(("host", "modules")), 0.0)),
         num_view_ops_forward=round(dyn.get(SEP.join(("host", "views", "forward")), 0.0)),
         num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),
-        num_python_lines=max(round(dyn.get(SEP.join(("host", "lines")), 0.0)), 0),
+        num_python_lines=int(static.get("python_lines", 0)),
         large_param_bytes=tuple(static.get("large_param_bytes", ())),
     )
 

@@ -136,8 +136,9 @@ def _modes(model: nn.Module, train: bool):
 
 def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: str,
               precision: str, batch_size: int, seq_len: int | None,
-              plan: BlockPlan | None) -> TraceResult:
-    """Trace one step. ``path``: fake (FakeTensorMode), meta (meta device) or real."""
+              plan: BlockPlan | None, count_lines: bool = True) -> TraceResult:
+    """Trace one step. ``path``: fake (FakeTensorMode), meta (meta device) or real.
+    ``count_lines``: count the model's Python lines in the forward (:mod:`.pylines`)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     train = mode == "train"
@@ -197,7 +198,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         lines = LineCounter(tracker)
         with tracker, recorder, autocast, grad_ctx:
             recorder.phase = "forward"
-            with lines:
+            with lines if count_lines else contextlib.nullcontext():
                 out = functional_call(root, mapping, args, kwargs, tie_weights=True,
                                       strict=False)
             if train:

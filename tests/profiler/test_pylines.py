@@ -121,10 +121,9 @@ def test_measured_line_cost_follows_the_module_call():
 
 def test_a_transformers_decoder_counts_its_lines_as_a_real_run_does():
     # The trace runs on fake tensors, its machinery in Python too: what it counts must be the
-    # model's lines only. This 4-layer Llama (transformers 5.25) counted 1,737 traced against
-    # 1,630 in a real prompt forward, and 1,673 against 1,926 in a decode step (the traced
-    # step is one layer multiplied, so work the cache does once or per layer differently is
-    # approximated).
+    # model's lines only. This 4-layer Llama (transformers 5.25) counted 1,689-1,737 traced
+    # (the first profile in a process runs once-only code too) against 1,630 in a real prompt
+    # forward, and 1,673 against 1,723 in a decode step (one layer traced and multiplied).
     transformers = pytest.importorskip("transformers")
     from transformers import DynamicCache
 
@@ -147,12 +146,14 @@ def test_a_transformers_decoder_counts_its_lines_as_a_real_run_does():
         return sum(counter.lines.values())
 
     with torch.no_grad():
+        model(ids, use_cache=False)   # first calls run once-only code (warnings): not counted
         prompt = real_lines(lambda: model(ids, use_cache=False))
         out = model(ids, past_key_values=DynamicCache(), use_cache=True)
         new = torch.zeros((1, 1), dtype=torch.long)
+        model(new, past_key_values=out.past_key_values, use_cache=True)
         step = real_lines(lambda: model(new, past_key_values=out.past_key_values,
                                         use_cache=True))
     gp = aa.profile_generation(model, prompt_len=32)
     assert prompt > 500 and step > 500   # transformers' own Python, not a handful of lines
-    assert gp.prefill.num_python_lines == pytest.approx(prompt, rel=0.15)
-    assert gp.decode.num_python_lines == pytest.approx(step, rel=0.2)
+    assert gp.prefill.num_python_lines == pytest.approx(prompt, rel=0.1)
+    assert gp.decode.num_python_lines == pytest.approx(step, rel=0.1)
