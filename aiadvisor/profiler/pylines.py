@@ -4,10 +4,12 @@ Eager PyTorch runs a model's Python every step. The cost model prices each op's 
 ``nn.Module`` call and each view op from host costs measured on the CPU; the rest of the
 model's Python is priced per line executed
 (:attr:`aiadvisor.hardware.host.HostCosts.python_line_us`). That rest is small in a plain
-``nn.Module`` (the built-in decoders run 280 lines in a decode step of 8 layers) and large in
-Hugging Face models, whose forwards build masks, caches, position ids, output dataclasses and
-check their arguments and config through decorators and helpers (``LlamaForCausalLM``: about
-2,700 lines for the same 8 layers, with transformers 5.x).
+``nn.Module`` (the built-in decoders run about 160 lines in a decode step of 8 layers) and
+large in Hugging Face models, whose forwards build masks, caches, position ids, output
+dataclasses and check their arguments and config through decorators and helpers
+(``LlamaForCausalLM``: about 2,600 lines for the same 8 layers, with transformers 5.25). Counted
+in one trace per profile (the lines a forward runs do not follow its shapes); in a decode step
+after three others, so that code a model runs once (a first-call warning) is left out.
 
 :class:`LineCounter` counts them with :func:`sys.settrace` while the profiler's trace runs, so
 it counts exactly the code path the trace takes. Counted: lines in frames of files outside
