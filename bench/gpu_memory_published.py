@@ -63,6 +63,15 @@ allocated, training: 8.1 -> 3.9 % (median 2.1 %, 17 of 20 within 10 %); the BERT
 allocator (pytorch/pytorch#95668), joined ``cuda_peak_bytes`` (it was in the reserved figure
 only): training 3.9 -> 3.6 % (median 2.0 %), inference 9.8 -> 9.7 %.
 
+Changed on 2026-12-06 (seventh session; PyTorch's allocator policy, no constant fitted): the
+reserved figure comes from replaying the weights and three training steps through the caching
+allocator's policy (best fit, 2/20 MiB segments, splitting, merging;
+``aiadvisor.estimate.process_memory.CudaCachingAllocator``), where it had been block rounding
+plus a fixed 11 MiB of segment slack. Max reserved: mean |error| 12.0 -> 0.5 % (BERT-base
+-11.1 -> +0.6 %, GPT-2 -12.9 -> -0.3 %; the 1-10 MiB weights, gradients, Adam states and
+square roots pack into 20 MiB segments with holes); nvidia-smi 15.2 -> 14.8 %. Only two
+published reserved figures were found, both small-batch training.
+
 Error = predicted / published - 1. Usage: ``python bench/gpu_memory_published.py [--quiet]
 [--no-summary]`` (under a minute on two cores). Writes ``bench/results/gpu_memory_published.json``.
 """

@@ -33,9 +33,12 @@ allocators hand out. The operating system sees more:
 * **CUDA, ``torch.cuda.max_memory_reserved()``.** The caching allocator
   (``c10/cuda/CUDACachingAllocator.cpp``) rounds every request up to 512 bytes; requests up to
   1 MiB share 2 MiB segments, requests up to 10 MiB are cut from 20 MiB segments, larger ones
-  get their own segment rounded up to 2 MiB; freed blocks are cached, never returned during a
-  step. :func:`cuda_block_bytes` is the block each request occupies. nvidia-smi shows the CUDA
-  context on top (not part of ``max_memory_reserved``): :data:`CUDA_CONTEXT_BYTES`.
+  get their own segment rounded up to 2 MiB; a cached free block serves the smallest request
+  it fits and is split when enough remains, so segments hold holes that later requests may not
+  fit; freed blocks are cached, never returned during a run. :class:`CudaCachingAllocator`
+  replays that policy (:func:`replay_cuda_steps`: the weights, then three steps). nvidia-smi
+  shows the CUDA context on top (not part of ``max_memory_reserved``):
+  :data:`CUDA_CONTEXT_BYTES`.
 """
 
 from __future__ import annotations
@@ -260,9 +263,162 @@ def cuda_block_bytes(nbytes: int) -> int:
     return block
 
 
-#: Reserved bytes beyond the live blocks from segment granularity: on average half of the last
-#: 2 MiB segment of the small pool and half of the last 20 MiB segment of 1-10 MiB requests.
-CUDA_SEGMENT_SLACK_BYTES = CUDA_SMALL_BUFFER // 2 + CUDA_LARGE_BUFFER // 2
+def cuda_segment_bytes(block: int) -> int:
+    """Bytes of the segment ``cudaMalloc`` gets for a block of ``block`` bytes that no cached
+    block holds (``get_allocation_size``): 2 MiB for the small pool (blocks up to 1 MiB),
+    20 MiB for blocks under 10 MiB, else the block rounded up to 2 MiB.
+
+    >>> [cuda_segment_bytes(b) // MiB for b in (512, 3 * MiB, 11 * MiB + 512)]
+    [2, 20, 12]
+    """
+    if block <= CUDA_SMALL_SIZE:
+        return CUDA_SMALL_BUFFER
+    if block < CUDA_MIN_LARGE_ALLOC:
+        return CUDA_LARGE_BUFFER
+    return -(-block // CUDA_ROUND_LARGE) * CUDA_ROUND_LARGE
+
+
+@dataclass
+class CudaCachingAllocator:
+    """PyTorch's CUDA caching allocator (``c10/cuda/CUDACachingAllocator.cpp``, default
+    configuration, one stream) reduced to what decides ``torch.cuda.max_memory_reserved()``.
+
+    A request is rounded up to 512 B (:func:`cuda_block_bytes` without the 2 MiB rounding,
+    which is the segment's). It takes the smallest cached free block of its pool (small: up to
+    1 MiB; large: the rest) that fits (``get_free_block``), else a new segment
+    (:func:`cuda_segment_bytes`). A block larger than the request is split when what remains
+    is at least 512 B (small pool) or more than 1 MiB (large pool; ``should_split``), the rest
+    staying a free block of the same segment; a freed block merges with free neighbours of its
+    segment. Segments are never given back (no ``empty_cache``): ``reserved`` only grows.
+
+    Three 9 MiB requests take two 20 MiB segments (two share one, the 2 MiB left is a free
+    block); freeing the first two merges them back into the segment's 20 MiB:
+
+    >>> a = CudaCachingAllocator()
+    >>> for k in "xyz":
+    ...     a.alloc(k, 9 * MiB)
+    >>> a.reserved // MiB, a.allocated // MiB
+    (40, 27)
+    >>> a.free("x"); a.free("y"); a.alloc("w", 18 * MiB)   # fits the merged 20 MiB
+    >>> a.reserved // MiB
+    40
+    """
+
+    reserved: int = 0
+    peak_reserved: int = 0
+    allocated: int = 0
+    _next_segment: int = 0
+    _free: dict = field(default_factory=lambda: {"small": [], "large": []})
+    """Per pool, cached free blocks as sorted ``(size, segment, offset)``."""
+    _segments: dict = field(default_factory=dict)
+    """segment -> {offset: [size, free]}; offsets kept sorted in ``_offsets``."""
+    _offsets: dict = field(default_factory=dict)
+    _live: dict = field(default_factory=dict)
+    """key -> (pool, segment, offset)."""
+
+    @staticmethod
+    def _pool(size: int) -> str:
+        return "small" if size <= CUDA_SMALL_SIZE else "large"
+
+    @staticmethod
+    def _splits(pool: str, remaining: int) -> bool:
+        return remaining >= CUDA_MIN_BLOCK if pool == "small" else remaining > CUDA_SMALL_SIZE
+
+    def alloc(self, key, nbytes: int) -> None:
+        size = -(-max(int(nbytes), 1) // CUDA_MIN_BLOCK) * CUDA_MIN_BLOCK
+        pool = self._pool(size)
+        free = self._free[pool]
+        i = bisect.bisect_left(free, (size, -1, -1))
+        if i < len(free):
+            block_size, seg, off = free.pop(i)
+        else:
+            seg, off, block_size = self._next_segment, 0, cuda_segment_bytes(size)
+            self._next_segment += 1
+            self._segments[seg] = {0: [block_size, True]}
+            self._offsets[seg] = [0]
+            self.reserved += block_size
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
+        blocks = self._segments[seg]
+        if self._splits(pool, block_size - size):
+            blocks[off] = [size, False]
+            rest = off + size
+            blocks[rest] = [block_size - size, True]
+            bisect.insort(self._offsets[seg], rest)
+            bisect.insort(free, (block_size - size, seg, rest))
+        else:
+            blocks[off][1] = False
+            size = block_size
+        self._live[key] = (pool, seg, off)
+        self.allocated += size
+
+    def free(self, key) -> None:
+        pool, seg, off = self._live.pop(key)
+        blocks, offsets, free = self._segments[seg], self._offsets[seg], self._free[pool]
+        size = blocks[off][0]
+        self.allocated -= size
+        i = bisect.bisect_left(offsets, off)
+        if i + 1 < len(offsets) and blocks[offsets[i + 1]][1]:   # merge the next free block
+            nxt = offsets.pop(i + 1)
+            free.remove((blocks[nxt][0], seg, nxt))
+            size += blocks.pop(nxt)[0]
+        if i > 0 and blocks[offsets[i - 1]][1]:                  # and the previous one
+            prev = offsets[i - 1]
+            free.remove((blocks[prev][0], seg, prev))
+            size += blocks[prev][0]
+            blocks.pop(offsets.pop(i))
+            off = prev
+        blocks[off] = [size, True]
+        bisect.insort(free, (size, seg, off))
+
+
+def replay_cuda_steps(events, *, weights=(), num_steps: int = 3, persistent_after_first=(),
+                      step_temporaries=()) -> tuple[int, int]:
+    """(peak reserved, peak live bytes) of ``num_steps`` steps of ``events`` through a fresh
+    :class:`CudaCachingAllocator`, after ``weights`` (each parameter and buffer, in order: the
+    model moved to the device). Per step: the events (as :func:`replay_steps` takes them;
+    native CPU library buffers are skipped), then the first step's optimizer state
+    (``persistent_after_first``, kept), then ``step_temporaries`` all at once and freed
+    together (the foreach update's list), then whatever the step left live is freed (outputs,
+    gradients at ``zero_grad``)."""
+    heap = CudaCachingAllocator()
+    live = peak_live = 0
+    sizes: dict = {}
+
+    def alloc(k, nbytes: int) -> None:
+        nonlocal live, peak_live
+        heap.alloc(k, nbytes)
+        sizes[k] = nbytes
+        live += nbytes
+        peak_live = max(peak_live, live)
+
+    def free(k) -> None:
+        nonlocal live
+        heap.free(k)
+        live -= sizes.pop(k)
+
+    for i, nbytes in enumerate(weights):
+        if nbytes > 0:
+            alloc(("weight", i), nbytes)
+    for step in range(num_steps):
+        for key, nbytes in events:
+            if isinstance(key, tuple) and key[:1] == ("native",):
+                continue
+            k = (step, key)
+            if nbytes > 0:
+                alloc(k, nbytes)
+            elif k in sizes:
+                free(k)
+        if step == 0:
+            for i, nbytes in enumerate(persistent_after_first):
+                alloc(("state", i), nbytes)
+        temps = [(step, "update", i) for i in range(len(step_temporaries))]
+        for k, nbytes in zip(temps, step_temporaries):
+            alloc(k, nbytes)
+        for k in temps:
+            free(k)
+        for k in [k for k in sizes if k[0] == step]:
+            free(k)
+    return heap.peak_reserved, peak_live
 
 
 @dataclass(frozen=True)
@@ -288,15 +444,16 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
 
     CPU: the resident set now, less the model's own tensors already in it, plus weights and
     inputs, plus the step's other tensors times the replayed heap's resident-to-live ratio,
-    plus :data:`FIRST_STEP_RESIDENT_BYTES`. CUDA: the peak times the replayed block-rounding
-    ratio, plus :data:`CUDA_SEGMENT_SLACK_BYTES` and, with GEMMs, the cuBLAS workspace; a CUDA
+    plus :data:`FIRST_STEP_RESIDENT_BYTES`. CUDA: the peak times the reserved-to-live ratio of
+    :func:`replay_cuda_steps` (``cuda_reserved_ratio``: block rounding, segment slack and
+    fragmentation) and, with GEMMs, the cuBLAS workspace; a CUDA
     device runs ``scaled_dot_product_attention`` as a fused kernel, so the ``T x T`` tensors a
     CPU or meta trace's math path saved for backward (``fused_attention_saving_bytes``) are
     not in its peak. ``cuda_peak_bytes``, where given, is that CUDA peak already (the profile's,
     with the foreach optimizer's temporaries).
 
     >>> f = {"device": "cpu", "rss_bytes": 500 * MiB, "resident_model_bytes": 100 * MiB,
-    ...      "heap_ratio": 1.5, "cuda_block_ratio": 1.0, "cuda_gemms": False}
+    ...      "heap_ratio": 1.5, "cuda_reserved_ratio": 1.0, "cuda_gemms": False}
     >>> e = process_estimate(f, mode="infer", peak_bytes=300 * MiB, weights_bytes=100 * MiB,
     ...                      inputs_bytes=0)
     >>> e.process_bytes // MiB    # 500 - 100 + 100 + 200 x 1.5 + 2
@@ -304,16 +461,17 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
     """
     cuda_peak = cuda_peak_bytes if cuda_peak_bytes is not None else max(
         peak_bytes - fused_attention_saving_bytes, 0)
-    reserved = int(cuda_peak * facts.get("cuda_block_ratio", 1.0)) + CUDA_SEGMENT_SLACK_BYTES
+    reserved = int(cuda_peak * facts.get("cuda_reserved_ratio", 1.0))
     if facts.get("cuda_gemms"):
         reserved += CUBLAS_WORKSPACE_BYTES["other"]
     device = str(facts.get("device", "cpu"))
     if device.startswith("cuda"):
         return ProcessEstimate(
             process_bytes=reserved,
-            label=("torch.cuda.max_memory_reserved() over the step (estimated): the peak in "
-                   "caching-allocator blocks plus segment slack and the cuBLAS workspace; "
-                   "fragmentation beyond block rounding is not modelled. nvidia-smi shows "
+            label=("torch.cuda.max_memory_reserved() over the step (estimated): the peak "
+                   "times the reserved-to-live ratio of three steps replayed through the caching "
+                   "allocator's policy (block rounding, 2/20 MiB segments, best fit, splitting; "
+                   "one traced block stands for all), plus the cuBLAS workspace. nvidia-smi shows "
                    f"about {CUDA_CONTEXT_BYTES // MiB} MiB more (CUDA context, published "
                    "figures)."),
             cuda_reserved_bytes=reserved)

@@ -4,7 +4,7 @@
 Measured here, at the edge: the process's resident set now (``psutil``), and how much of it is
 the model's own tensors (its CPU parameters, buffers, gradients and the example inputs, which
 the step's peak counts again). Replayed: the step's allocations and frees through glibc's
-policy (CPU) and the CUDA caching allocator's block sizes. :func:`process_memory` turns these
+policy (CPU) and through the CUDA caching allocator's (GPU). :func:`process_memory` turns these
 and the profile's allocator-level peak into ``memory.process_bytes``.
 """
 
@@ -65,15 +65,19 @@ def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dic
     convs = any(agg.op_class == "conv" for agg in result.aggs.values())
     library = _library_probe(result.largest_gemm, convs) if device == "cpu" and resident \
         and rss is not None else None
-    # CUDA: every live tensor (weights and inputs included) occupies its rounded block.
+    # CUDA: the weights moved to the device, then three steps through the caching allocator,
+    # with the foreach optimizer's list of square roots (Adam/AdamW) at each update.
     weights = [t.numel() * t.element_size() for t in [*params, *model.buffers()]]
-    rounded, actual = _cuda_rounding(result.alloc_events, weights)
+    foreach = sizes if mode == "train" and optimizer in ("adam", "adamw") else []
+    reserved, live = pm.replay_cuda_steps(result.alloc_events, weights=weights,
+                                          persistent_after_first=state,
+                                          step_temporaries=foreach)
     gemms = any(agg.op_class in ("gemm", "attention") for agg in result.aggs.values())
     return {
         "device": device, "rss_bytes": rss, "resident_model_bytes": resident,
         "library_bytes": library,
         "heap_ratio": heap_peak / live_peak if live_peak else 1.0,
-        "cuda_block_ratio": rounded / actual if actual else 1.0, "cuda_gemms": gemms,
+        "cuda_reserved_ratio": reserved / live if live else 1.0, "cuda_gemms": gemms,
         "had_grads": any(p.grad is not None for p in params),
     }
 
@@ -115,24 +119,3 @@ def _library_probe(gemm: tuple, convs: bool) -> int | None:
             torch.nn.functional.conv2d(x, c, padding=1)
             grown += max(0, _resident_rss() - before)
     return grown
-
-
-def _cuda_rounding(events, weights: list[int]) -> tuple[int, int]:
-    """Peak of the live bytes with each storage in its caching-allocator block, and without."""
-    base_rounded = sum(pm.cuda_block_bytes(w) for w in weights if w > 0)
-    base = sum(weights)
-    live, live_rounded, peak, peak_rounded = base, base_rounded, base, base_rounded
-    sizes: dict[int, int] = {}
-    for key, nbytes in events:
-        if isinstance(key, tuple) and key[0] == "native":
-            continue   # CPU libraries' own buffers: not on a GPU
-        if nbytes > 0:
-            sizes[key] = nbytes
-            live += nbytes
-            live_rounded += pm.cuda_block_bytes(nbytes)
-        elif key in sizes:
-            n = sizes.pop(key)
-            live -= n
-            live_rounded -= pm.cuda_block_bytes(n)
-        peak, peak_rounded = max(peak, live), max(peak_rounded, live_rounded)
-    return peak_rounded, peak

@@ -64,9 +64,42 @@ def test_cuda_blocks_round_to_512_bytes_and_large_ones_to_2_mib():
     assert pm.cuda_block_bytes(10 * MiB + 1) == 12 * MiB                # own segment, 2 MiB steps
 
 
+def test_cuda_caching_allocator_by_hand():
+    # Small pool: 1,000-byte requests take 1,024-byte blocks, 2,048 to a 2 MiB segment.
+    a = pm.CudaCachingAllocator()
+    for i in range(2049):
+        a.alloc(i, 1000)
+    assert a.reserved == 4 * MiB and a.allocated == 2049 * 1024
+    # Large pool: 12 MiB gets its own segment; 4 MiB is cut from a 20 MiB segment (16 MiB left,
+    # split off); 15 MiB takes that 16 MiB block whole (1 MiB would remain: not split).
+    b = pm.CudaCachingAllocator()
+    b.alloc("big", 12 * MiB)
+    b.alloc("x", 4 * MiB)
+    b.alloc("y", 15 * MiB)
+    assert b.reserved == 32 * MiB and b.allocated == 32 * MiB
+    b.free("big")
+    b.free("x")
+    # Best fit: 3 MiB takes the cached 4 MiB block (not the 12 MiB one), again whole.
+    b.alloc("r", 3 * MiB)
+    assert b.allocated == 20 * MiB and b.reserved == 32 * MiB
+
+
+def test_cuda_replay_of_a_training_loop_by_hand():
+    # Three 9 MiB weights: two share a 20 MiB segment, the third opens another (11 MiB left).
+    # Step 1: gradients (reverse order) take that 11 MiB hole, then a new segment (two there);
+    # Adam's six state tensors three segments; the foreach list of three square roots two more:
+    # 8 segments, 160 MiB, against 27 + 27 + 54 + 27 = 135 MiB live at the update. Steps 2
+    # and 3 reuse the cached blocks of the gradients and the list: nothing more.
+    grads = [(("grad", i), 9 * MiB) for i in (2, 1, 0)]
+    reserved, live = pm.replay_cuda_steps(grads, weights=[9 * MiB] * 3,
+                                          persistent_after_first=[9 * MiB] * 6,
+                                          step_temporaries=[9 * MiB] * 3)
+    assert (reserved, live) == (160 * MiB, 135 * MiB)
+
+
 def test_process_estimate_arithmetic():
     facts = {"device": "cpu", "rss_bytes": 400 * MiB, "resident_model_bytes": 40 * MiB,
-             "heap_ratio": 2.0, "cuda_block_ratio": 1.25, "cuda_gemms": True,
+             "heap_ratio": 2.0, "cuda_reserved_ratio": 1.25, "cuda_gemms": True,
              "library_bytes": 10 * MiB}
     e = pm.process_estimate(facts, mode="train", peak_bytes=200 * MiB, weights_bytes=40 * MiB,
                             inputs_bytes=0)
@@ -77,8 +110,9 @@ def test_process_estimate_arithmetic():
     # (400 + 160 + 8), to one keeping a second copy of them (400 + 160 x 3 + 6 + 10).
     assert (e.process_low_bytes, e.process_high_bytes) == (568 * MiB, 896 * MiB)
     assert "RSS" in e.label
-    # Reserved: 200 x 1.25 + 1 MiB + 10 MiB slack + 8.125 MiB cuBLAS workspace (non-Hopper)
-    assert e.cuda_reserved_bytes == int(250 * MiB + 11 * MiB + 8 * MiB + 128 * 1024)
+    # Reserved: 200 x 1.25 (the replayed reserved-to-live ratio) + 8.125 MiB cuBLAS workspace
+    # (non-Hopper)
+    assert e.cuda_reserved_bytes == int(250 * MiB + 8 * MiB + 128 * 1024)
     on_gpu = pm.process_estimate({**facts, "device": "cuda:0"}, mode="train",
                                  peak_bytes=200 * MiB, weights_bytes=40 * MiB, inputs_bytes=0)
     assert on_gpu.process_bytes == e.cuda_reserved_bytes
