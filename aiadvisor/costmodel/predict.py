@@ -687,6 +687,29 @@ EAGER_KINDS = ("gpu", "edge")
 LAZY_KINDS = ("tpu", "npu")
 
 
+#: Share of a CPU step the model's own Python lines must reach for a note to name them.
+PYTHON_NOTE_SHARE = 0.05
+
+
+def _python_note(counts: HostCounts, devs: DeviceArrays, host_costs, step_s: np.ndarray,
+                 notes: list[str]) -> None:
+    """On a CPU with measured host costs, a note where the model's own Python lines (outside
+    torch) take at least :data:`PYTHON_NOTE_SHARE` of the step: what they cost, and that a
+    compiled step runs none of them."""
+    for d, spec in enumerate(devs.specs):
+        costs = host_costs[d] if host_costs else None
+        if spec.kind != "cpu" or costs is None or not counts.python_lines:
+            continue
+        lines_s = counts.python_lines * costs.python_line_us * 1e-6
+        if lines_s >= PYTHON_NOTE_SHARE * float(step_s[1, d]):
+            notes.append(
+                f"The model's own Python runs {counts.python_lines:,.0f} lines a step outside "
+                f"torch (argument checks, masks, cache and output handling): "
+                f"{lines_s * 1e3:.2g} ms of the step on this CPU, "
+                f"{lines_s / float(step_s[1, d]):.0%} of it (eager PyTorch; torch.compile "
+                "captures it once, and a compiled step checks its guards instead).")
+
+
 def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
           device_s: np.ndarray, host_costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(host seconds, overhead to add, step with CUDA graphs), each (Q, D).
@@ -827,6 +850,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     comm_q = np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH])
     device_s = sums["compute"] + memory + overhead + comm_q
     host, add, graphs = _host(prof, work, counts, devs, device_s, host_costs)
+    _python_note(counts, devs, host_costs, device_s + add, notes)
     cast = work.name == "amp.cast"
     amp_cast_s = (parts["compute"][..., cast].sum(axis=-1)
                   + parts["memory"][..., cast].sum(axis=-1))

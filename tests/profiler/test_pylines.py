@@ -157,3 +157,24 @@ def test_a_transformers_decoder_counts_its_lines_as_a_real_run_does():
     assert prompt > 500 and step > 500   # transformers' own Python, not a handful of lines
     assert gp.prefill.num_python_lines == pytest.approx(prompt, rel=0.1)
     assert gp.decode.num_python_lines == pytest.approx(step, rel=0.1)
+
+
+def test_a_cpu_decode_step_names_the_models_own_python():
+    # A tiny transformers Llama decodes in well under a millisecond of kernels a token on a
+    # CPU; its own Python (about 2,600 lines for 8 layers) is a large share: the prediction
+    # says how many lines and what they cost at this CPU's measured rate.
+    transformers = pytest.importorskip("transformers")
+    from aiadvisor.hardware.host import host_costs
+
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=8,
+                                   num_attention_heads=4, num_key_value_heads=2,
+                                   vocab_size=256)
+    torch.manual_seed(0)
+    gp = aa.profile_generation(transformers.LlamaForCausalLM(cfg).eval(), prompt_len=32)
+    lines = gp.decode.num_python_lines
+    assert lines > 1000
+    g = aa.predict_generation(gp, hardware="local", weight_precision="fp32", prompt_len=32,
+                              output_len=16, engine="eager")
+    (note,) = [n for n in g.notes if "lines a step" in n]
+    assert f"{lines:,} lines a step" in note
+    assert f"{lines * host_costs().python_line_us * 1e-3:.2g} ms" in note
