@@ -96,7 +96,8 @@ class MemoryBreakdown:
     """P10-P90 band of ``process_bytes`` where it is estimated (CPU resident set)."""
     cuda_reserved_bytes: int = 0
     """``torch.cuda.max_memory_reserved()`` the same step would show on a CUDA device
-    (estimated: caching-allocator blocks, segment slack, cuBLAS workspace)."""
+    (estimated: the step replayed through the caching allocator's policy, blocks, segments and
+    the holes between them, plus the cuBLAS workspace)."""
     cuda_peak_bytes: int | None = None
     """``torch.cuda.max_memory_allocated()`` the same step would show on a CUDA device: the
     peak without the ``T x T`` tensors a CPU or meta trace's attention math path saved, which
