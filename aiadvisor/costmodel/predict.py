@@ -695,7 +695,7 @@ def _python_note(counts: HostCounts, devs: DeviceArrays, host_costs, step_s: np.
                  notes: list[str]) -> None:
     """On a CPU with measured host costs, a note where the model's own Python lines (outside
     torch) take at least :data:`PYTHON_NOTE_SHARE` of the step: what they cost, and that a
-    compiled step runs none of them."""
+    compiled step checks its guards instead of running them."""
     for d, spec in enumerate(devs.specs):
         costs = host_costs[d] if host_costs else None
         if spec.kind != "cpu" or costs is None or not counts.python_lines:
