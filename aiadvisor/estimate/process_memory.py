@@ -249,18 +249,14 @@ def replay_steps(events, *, num_steps: int = 2, persistent_after_first=(),
     return heap.peak, peak_live
 
 
-def cuda_block_bytes(nbytes: int) -> int:
-    """Bytes of the caching-allocator block a request of ``nbytes`` occupies (module doc):
-    rounded up to 512 B, and requests above 10 MiB (their own segment) up to 2 MiB.
+def cuda_request_bytes(nbytes: int) -> int:
+    """A request of ``nbytes`` as the caching allocator sizes it (``round_size``): at least
+    512 B, rounded up to a multiple of 512 B.
 
-    >>> cuda_block_bytes(1), cuda_block_bytes(513), cuda_block_bytes(11 * 2**20 + 1) // 2**20
-    (512, 1024, 12)
+    >>> cuda_request_bytes(1), cuda_request_bytes(513), cuda_request_bytes(2**20)
+    (512, 1024, 1048576)
     """
-    n = max(int(nbytes), 1)
-    block = -(-n // CUDA_MIN_BLOCK) * CUDA_MIN_BLOCK
-    if block > CUDA_MIN_LARGE_ALLOC:
-        block = -(-block // CUDA_ROUND_LARGE) * CUDA_ROUND_LARGE
-    return block
+    return -(-max(int(nbytes), 1) // CUDA_MIN_BLOCK) * CUDA_MIN_BLOCK
 
 
 def cuda_segment_bytes(block: int) -> int:
@@ -283,13 +279,13 @@ class CudaCachingAllocator:
     """PyTorch's CUDA caching allocator (``c10/cuda/CUDACachingAllocator.cpp``, default
     configuration, one stream) reduced to what decides ``torch.cuda.max_memory_reserved()``.
 
-    A request is rounded up to 512 B (:func:`cuda_block_bytes` without the 2 MiB rounding,
-    which is the segment's). It takes the smallest cached free block of its pool (small: up to
-    1 MiB; large: the rest) that fits (``get_free_block``), else a new segment
-    (:func:`cuda_segment_bytes`). A block larger than the request is split when what remains
-    is at least 512 B (small pool) or more than 1 MiB (large pool; ``should_split``), the rest
-    staying a free block of the same segment; a freed block merges with free neighbours of its
-    segment. Segments are never given back (no ``empty_cache``): ``reserved`` only grows.
+    A request is rounded up to 512 B (:func:`cuda_request_bytes`). It takes the smallest cached
+    free block of its pool (small: up to 1 MiB; large: the rest) that fits
+    (``get_free_block``), else a new segment (:func:`cuda_segment_bytes`). A block larger
+    than the request is split when what remains is at least 512 B (small pool) or more than
+    1 MiB (large pool; ``should_split``), the rest staying a free block of the same segment; a
+    freed block merges with free neighbours of its segment. Segments are never given back (no
+    ``empty_cache``): ``reserved`` only grows.
 
     Three 9 MiB requests take two 20 MiB segments (two share one, the 2 MiB left is a free
     block); freeing the first two merges them back into the segment's 20 MiB:
@@ -325,7 +321,7 @@ class CudaCachingAllocator:
         return remaining >= CUDA_MIN_BLOCK if pool == "small" else remaining > CUDA_SMALL_SIZE
 
     def alloc(self, key, nbytes: int) -> None:
-        size = -(-max(int(nbytes), 1) // CUDA_MIN_BLOCK) * CUDA_MIN_BLOCK
+        size = cuda_request_bytes(nbytes)
         pool = self._pool(size)
         free = self._free[pool]
         i = bisect.bisect_left(free, (size, -1, -1))

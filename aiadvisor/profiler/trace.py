@@ -62,10 +62,8 @@ class TraceResult:
     largest_gemm: tuple = ()
     """``(M, K, N)`` of the forward GEMM with the largest ``K x N`` (``Recorder.largest_gemm``)."""
     python_lines: dict = dataclasses.field(default_factory=dict)
-    """Python lines the model's own code ran in the forward, per module (``LineCounter``)."""
-    python_lines_counted: bool = True
-    """False when another trace function (a debugger, coverage) kept the lines from being
-    counted."""
+    """Python lines the model's own code ran in the forward, per module (``LineCounter``; empty
+    where not counted, which a note says)."""
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -244,7 +242,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
         dropout={k: {**v, "ops": {op: list(t) for op, t in v["ops"].items()}}
                  for k, v in tracker.dropout.items()},
-        python_lines=dict(lines.lines), python_lines_counted=lines.available,
+        python_lines=dict(lines.lines),
     )
 
 

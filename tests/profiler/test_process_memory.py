@@ -57,11 +57,19 @@ def test_replay_of_two_steps_keeps_the_second_steps_activations_in_the_heap():
     assert 16 * MiB <= peak <= 16 * MiB + 2 * 4096
 
 
-def test_cuda_blocks_round_to_512_bytes_and_large_ones_to_2_mib():
-    assert pm.cuda_block_bytes(4) == 512
-    assert pm.cuda_block_bytes(1000) == 1024
-    assert pm.cuda_block_bytes(5 * MiB + 1) == 5 * MiB + 512           # cut from a 20 MiB segment
-    assert pm.cuda_block_bytes(10 * MiB + 1) == 12 * MiB                # own segment, 2 MiB steps
+def test_cuda_blocks_round_to_512_bytes_and_large_segments_to_2_mib():
+    def one(nbytes):
+        a = pm.CudaCachingAllocator()
+        a.alloc("x", nbytes)
+        return a.allocated, a.reserved
+
+    assert one(4) == (512, 2 * MiB)                        # small pool: a 2 MiB segment
+    assert one(1000) == (1024, 2 * MiB)
+    assert one(5 * MiB + 1) == (5 * MiB + 512, 20 * MiB)   # cut from a 20 MiB segment
+    # Its own segment in 2 MiB steps (12 MiB); the 2 MiB - 512 B left is split off (> 1 MiB).
+    assert one(10 * MiB + 1) == (10 * MiB + 512, 12 * MiB)
+    # 11 MiB + 1: 12 MiB segment, 1 MiB - 512 B left is not split: the block is the segment.
+    assert one(11 * MiB + 1) == (12 * MiB, 12 * MiB)
 
 
 def test_cuda_caching_allocator_by_hand():
