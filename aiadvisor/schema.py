@@ -464,10 +464,17 @@ class ModelProfile:
     large_param_bytes: tuple[int, ...] = ()
     """Bytes of each trainable tensor of at least 1 MiB, largest first (training profiles; the
     optimizer's per-tensor temporaries of that size land on fresh pages on a CPU)."""
+    num_quantizable_params: int | None = None
+    """Parameters an 8- or 4-bit inference format stores at its width: floating weight
+    matrices (rank >= 2) other than embedding tables, which torchao's ``quantize_``,
+    bitsandbytes and TransformerEngine leave in 16 bit, as they leave biases and norms.
+    ``num_params`` when not given (profiles saved before it was recorded)."""
 
     def __post_init__(self) -> None:
         if self.num_active_params is None:
             object.__setattr__(self, "num_active_params", self.num_params)
+        if self.num_quantizable_params is None:
+            object.__setattr__(self, "num_quantizable_params", self.num_params)
         if self.path not in PROFILE_PATHS:
             raise InvalidArgumentError(
                 f"path={self.path!r} is not valid: expected one of {', '.join(PROFILE_PATHS)}."

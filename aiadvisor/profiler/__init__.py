@@ -368,6 +368,7 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "model_name": model_name or type(model).__name__, "model_type": type(model).__name__,
         "mode": mode, "precision": precision, "optimizer": opt, "path": path, "device": device,
         "num_params": num_params, "num_trainable_params": sum(p.numel() for p in trainable),
+        "num_quantizable_params": _quantizable_params(model, params),
         "weights_bytes": weights, "traced_weights_bytes": result.weights_bytes,
         "grads_bytes": trainable_bytes if train else 0,
         "optimizer_bytes": assemble.optimizer_bytes(opt, trainable_bytes) if train else 0,
@@ -397,35 +398,58 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
 
 _WEIGHT_NOTE = {
     "bf16": "2 bytes each", "fp16": "2 bytes each",
-    "fp8": "weight matrices 1 byte, other tensors 2 bytes",
+    "fp8": "weight matrices 1 byte, embedding tables and other tensors 2 bytes",
     "mxfp8": f"weight matrices {WEIGHT_BITS['mxfp8']:g} bits (FP8 + an E8M0 scale per "
-             f"{MX_BLOCK_SIZE}), other tensors 2 bytes",
+             f"{MX_BLOCK_SIZE}), embedding tables and other tensors 2 bytes",
     "fp4": f"weight matrices {WEIGHT_BITS['fp4']:g} bits (NVFP4: E2M1 + an E4M3 scale per "
-           f"{NVFP4_BLOCK_SIZE}; MXFP4 devices store {FP4_FORMAT_BITS['mxfp4']:g}), other "
-           "tensors 2 bytes",
-    "int8": "weight matrices 1 byte, other tensors 2 bytes",
-    "int8wo": "weight matrices 1 byte (weight-only), other tensors 2 bytes",
+           f"{NVFP4_BLOCK_SIZE}; MXFP4 devices store {FP4_FORMAT_BITS['mxfp4']:g}), embedding "
+           "tables and other tensors 2 bytes",
+    "int8": "weight matrices 1 byte, embedding tables and other tensors 2 bytes",
+    "int8wo": "weight matrices 1 byte (weight-only), embedding tables and other tensors 2 "
+              "bytes",
     "int4": f"weight matrices {WEIGHT_BITS['int4']:.3g} bits (4 bits + a 16-bit scale and zero "
-            f"point per group of {QUANT_GROUP_SIZE['int4']}), other tensors 2 bytes",
+            f"point per group of {QUANT_GROUP_SIZE['int4']}), embedding tables and other "
+            "tensors 2 bytes",
     "nf4": f"weight matrices {WEIGHT_BITS['nf4']:.3g} bits (4 bits + a double-quantized absmax "
-           f"per block of {QUANT_GROUP_SIZE['nf4']}), other tensors 2 bytes",
+           f"per block of {QUANT_GROUP_SIZE['nf4']}), embedding tables and other tensors 2 bytes",
 }
+
+
+def _embedding_tables(model) -> set[int]:
+    """``id`` of every embedding table's weight (``nn.Embedding``, ``nn.EmbeddingBag``; an LM
+    head tied to the input embedding is the same tensor)."""
+    from torch import nn
+
+    return {id(m.weight) for m in model.modules()
+            if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
+
+
+def _quantizable_params(model, params) -> int:
+    """Parameters an 8- or 4-bit inference format stores at its width: floating weight
+    matrices (rank >= 2) other than embedding tables. torchao's ``quantize_`` (its default
+    filter takes ``nn.Linear`` only), bitsandbytes (``nn.Linear`` replaced by ``Linear4bit`` /
+    ``Linear8bitLt``) and TransformerEngine leave embedding tables in 16 bit."""
+    tables = _embedding_tables(model)
+    return sum(p.numel() for p in params
+               if p.is_floating_point() and p.dim() >= 2 and id(p) not in tables)
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:
     """Weights as stored. Training keeps the model's own dtype (FP32 masters under autocast).
     Inference in 16 bits stores every floating tensor in 2 bytes; the 8- and 4-bit formats
     store weight matrices (rank >= 2) at :data:`aiadvisor.units.WEIGHT_BYTES` (block scales
-    included) and the rest (biases, norms) in 2 bytes, as the quantizers leave them."""
+    included) and the rest (biases, norms, embedding tables) in 2 bytes, as the quantizers
+    leave them (:func:`_quantizable_params`)."""
     buffers = list(model.buffers())
     if mode == "train" or precision in ("fp32", "tf32"):
         return sum(t.numel() * t.element_size() for t in [*params, *buffers])
     per_matrix = WEIGHT_BYTES[precision]
+    tables = _embedding_tables(model)
     total = 0.0
     for t in [*params, *buffers]:
         if not t.is_floating_point():
             total += t.numel() * t.element_size()
-        elif t.dim() >= 2:
+        elif t.dim() >= 2 and id(t) not in tables:
             total += t.numel() * per_matrix
         else:
             total += t.numel() * 2

@@ -113,6 +113,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         precision=static["precision"], optimizer=static["optimizer"], batch_size=batch_size,
         seq_len=seq_len, num_params=static["num_params"],
         num_trainable_params=static["num_trainable_params"],
+        num_quantizable_params=static.get("num_quantizable_params"),
         flops_forward=flops_by_phase.get("forward", 0.0),
         flops_backward=flops_by_phase.get("backward", 0.0), flops_optimizer=flops_opt,
         memory=memory, ops=tuple(ops), modules=tuple(_modules(static, dyn)), path=static["path"],

@@ -174,6 +174,26 @@ def test_inference_holds_quantized_weights_only():
     assert m.grads_bytes == m.optimizer_bytes == 0
 
 
+def test_quantized_inference_keeps_embedding_tables_in_16_bit():
+    # Embedding(1000, 64) + Linear(64, 256) + LayerNorm(256): the quantizers store only the
+    # Linear's weight matrix at the format's width; the table, bias and norm stay 2 bytes.
+    model = torch.nn.Sequential(torch.nn.Embedding(1000, 64), torch.nn.Linear(64, 256),
+                                torch.nn.LayerNorm(256))
+    x = torch.randint(0, 1000, (2, 8))
+    prof = aa.profile(model, x, mode="infer", precision="int4")
+    matrix, rest = 64 * 256, 1000 * 64 + 256 + 2 * 256
+    assert prof.num_params == matrix + rest
+    assert prof.num_quantizable_params == matrix
+    int4 = (4 + 32 / 128) / 8  # 4 bits + a bf16 scale and zero point per group of 128
+    assert prof.memory.weights_bytes == int(matrix * int4 + rest * 2)
+    # the plans size the same weights from the profile
+    plan = device_memory(prof, ParallelConfig(), precision="int4")
+    assert plan.weights_bytes == pytest.approx(matrix * int4 + rest * 2)
+    # and a 16-bit format stores every weight in 2 bytes
+    assert device_memory(prof, ParallelConfig(), precision="bf16").weights_bytes == \
+        pytest.approx((matrix + rest) * 2)
+
+
 def test_headroom_is_ten_percent():
     assert usable_bytes(80e9) == pytest.approx(72e9)
 
