@@ -75,8 +75,10 @@ def state_bytes_per_param(*, mode: str, precision: str,
 
     Inference weights are sized by :data:`aiadvisor.units.WEIGHT_BYTES` (formats with their
     block scales: mxfp8 8.25 bits, fp4 4.5 bits (NVFP4; MXFP4 devices store 4.25), int4 4.25
-    bits, nf4 4.127 bits per weight). Training in mxfp8 is mixed precision like fp8 (16-bit
-    weights and gradients, fp32 master weights and state); fp4 is not offered for training.
+    bits, nf4 4.127 bits per weight): the figure of a weight matrix; a model's mean, with its
+    16-bit embedding tables, biases and norms, is :func:`inference_weight_bytes`. Training in
+    mxfp8 is mixed precision like fp8 (16-bit weights and gradients, fp32 master weights and
+    state); fp4 is not offered for training.
 
     >>> state_bytes_per_param(mode="train", precision="bf16", optimizer="adamw")
     (2, 2, 12)
