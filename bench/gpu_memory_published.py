@@ -27,8 +27,8 @@ quantized inference rows with ``precision="int8"``/``"int4"``/``"nf4"``. Gradien
 accumulation rows (batch 1 x 4 micro-batches) are profiled at the micro-batch. aiadvisor's
 ``nf4`` is bitsandbytes' double-quantized layout (4.127 bits a weight): lit-gpt's
 ``bnb.nf4-dq`` rows run it, its ``bnb.nf4`` rows store an FP32 absmax (4.5 bits) and so read
-about 0.37 bit a weight above the prediction. Neither the prediction nor these rows keep
-lit-gpt's LM head in 16 bit (lit-gpt quantizes every ``Linear``); both keep the embedding.
+about 0.37 bit a weight above the prediction. Both the prediction and lit-gpt quantize the
+LM head (lit-gpt quantizes every ``Linear``) and keep the embedding table in 16 bit.
 The lit-gpt inference peaks also hold what the prediction does not model: bitsandbytes
 dequantizes each weight to 16 bit for a prompt's multi-token GEMMs (the largest, the head, is
 250-313 MiB for the 7B/13B models).
