@@ -213,40 +213,65 @@ def replay_steps(events, *, num_steps: int = 2, persistent_after_first=(),
     of ``update_temporaries`` and frees them (Adam's ``exp_avg_sq.sqrt() / bias_correction``:
     two of the parameter's size). Whatever is still live at the end of a step is freed then
     (outputs, gradients at ``zero_grad``)."""
-    heap = GlibcHeap()
-    live = peak_live = 0
-    sizes: dict = {}
-
-    def alloc(k, nbytes: int, counted: bool = True) -> None:
-        nonlocal live, peak_live
-        heap.alloc(k, nbytes)
-        sizes[k] = nbytes if counted else 0
-        live += sizes[k]
-        peak_live = max(peak_live, live)
-
-    def free(k) -> None:
-        nonlocal live
-        heap.free(k)
-        live -= sizes.pop(k)
-
+    run = _Replay(GlibcHeap())
     for step in range(num_steps):
-        for key, nbytes in events:
-            k = (step, key)
-            if nbytes > 0:
-                alloc(k, nbytes, counted=not (isinstance(key, tuple) and key[:1] == ("native",)))
-            elif k in sizes:
-                free(k)
+        run.step_events(step, events, native="uncounted")
         if step == 0:
             for i, nbytes in enumerate(persistent_after_first):
-                alloc(("state", i), nbytes)
+                run.alloc(("state", i), nbytes)
         for i, group in enumerate(update_temporaries):
-            for j, nbytes in enumerate(group):
-                alloc((step, "update", i, j), nbytes)
-            for j in range(len(group)):
-                free((step, "update", i, j))
-        for k in [k for k in sizes if k[0] == step]:
-            free(k)
-    return heap.peak, peak_live
+            run.transient([((step, "update", i, j), n) for j, n in enumerate(group)])
+        run.end_step(step)
+    return run.heap.peak, run.peak_live
+
+
+def _is_native(key) -> bool:
+    return isinstance(key, tuple) and key[:1] == ("native",)
+
+
+class _Replay:
+    """A step's allocations and frees through an allocator model (``heap``: ``alloc(key, n)``,
+    ``free(key)``), with the live bytes beside it, whose peak is the ratio's denominator."""
+
+    def __init__(self, heap) -> None:
+        self.heap = heap
+        self.live = self.peak_live = 0
+        self.sizes: dict = {}
+
+    def alloc(self, key, nbytes: int, counted: bool = True) -> None:
+        self.heap.alloc(key, nbytes)
+        self.sizes[key] = nbytes if counted else 0
+        self.live += self.sizes[key]
+        self.peak_live = max(self.peak_live, self.live)
+
+    def free(self, key) -> None:
+        self.heap.free(key)
+        self.live -= self.sizes.pop(key)
+
+    def step_events(self, step: int, events, *, native: str) -> None:
+        """One step's ``events`` (keys made ``(step, key)``). A native library's buffers are
+        allocated but not counted live (``native="uncounted"``: they take the CPU heap) or
+        left out (``"skip"``: not on a GPU)."""
+        for key, nbytes in events:
+            if native == "skip" and _is_native(key):
+                continue
+            k = (step, key)
+            if nbytes > 0:
+                self.alloc(k, nbytes, counted=not _is_native(key))
+            elif k in self.sizes:
+                self.free(k)
+
+    def transient(self, items) -> None:
+        """Allocate ``(key, nbytes)`` items together, then free them."""
+        for key, nbytes in items:
+            self.alloc(key, nbytes)
+        for key, _ in items:
+            self.free(key)
+
+    def end_step(self, step: int) -> None:
+        """Free what the step left live (outputs, gradients at ``zero_grad``)."""
+        for key in [k for k in self.sizes if k[0] == step]:
+            self.free(key)
 
 
 def cuda_request_bytes(nbytes: int) -> int:
@@ -376,45 +401,18 @@ def replay_cuda_steps(events, *, weights=(), num_steps: int = 3, persistent_afte
     (``persistent_after_first``, kept), then ``step_temporaries`` all at once and freed
     together (the foreach update's list), then whatever the step left live is freed (outputs,
     gradients at ``zero_grad``)."""
-    heap = CudaCachingAllocator()
-    live = peak_live = 0
-    sizes: dict = {}
-
-    def alloc(k, nbytes: int) -> None:
-        nonlocal live, peak_live
-        heap.alloc(k, nbytes)
-        sizes[k] = nbytes
-        live += nbytes
-        peak_live = max(peak_live, live)
-
-    def free(k) -> None:
-        nonlocal live
-        heap.free(k)
-        live -= sizes.pop(k)
-
+    run = _Replay(CudaCachingAllocator())
     for i, nbytes in enumerate(weights):
         if nbytes > 0:
-            alloc(("weight", i), nbytes)
+            run.alloc(("weight", i), nbytes)
     for step in range(num_steps):
-        for key, nbytes in events:
-            if isinstance(key, tuple) and key[:1] == ("native",):
-                continue
-            k = (step, key)
-            if nbytes > 0:
-                alloc(k, nbytes)
-            elif k in sizes:
-                free(k)
+        run.step_events(step, events, native="skip")
         if step == 0:
             for i, nbytes in enumerate(persistent_after_first):
-                alloc(("state", i), nbytes)
-        temps = [(step, "update", i) for i in range(len(step_temporaries))]
-        for k, nbytes in zip(temps, step_temporaries):
-            alloc(k, nbytes)
-        for k in temps:
-            free(k)
-        for k in [k for k in sizes if k[0] == step]:
-            free(k)
-    return heap.peak_reserved, peak_live
+                run.alloc(("state", i), nbytes)
+        run.transient([((step, "update", i), n) for i, n in enumerate(step_temporaries)])
+        run.end_step(step)
+    return run.heap.peak_reserved, run.peak_live
 
 
 @dataclass(frozen=True)

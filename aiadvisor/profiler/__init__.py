@@ -424,14 +424,19 @@ def _embedding_tables(model) -> set[int]:
             if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
 
 
+def _quantized(t, tables: set[int]) -> bool:
+    """Whether an 8- or 4-bit inference format stores ``t`` at its width: a floating weight
+    matrix (rank >= 2) other than an embedding table (``tables``: :func:`_embedding_tables`).
+    torchao's ``quantize_`` (its default filter takes ``nn.Linear`` only), bitsandbytes
+    (``nn.Linear`` replaced by ``Linear4bit`` / ``Linear8bitLt``) and TransformerEngine leave
+    embedding tables, biases and norms in 16 bit."""
+    return t.is_floating_point() and t.dim() >= 2 and id(t) not in tables
+
+
 def _quantizable_params(model, params) -> int:
-    """Parameters an 8- or 4-bit inference format stores at its width: floating weight
-    matrices (rank >= 2) other than embedding tables. torchao's ``quantize_`` (its default
-    filter takes ``nn.Linear`` only), bitsandbytes (``nn.Linear`` replaced by ``Linear4bit`` /
-    ``Linear8bitLt``) and TransformerEngine leave embedding tables in 16 bit."""
+    """Parameters :func:`_quantized` (``ModelProfile.num_quantizable_params``)."""
     tables = _embedding_tables(model)
-    return sum(p.numel() for p in params
-               if p.is_floating_point() and p.dim() >= 2 and id(p) not in tables)
+    return sum(p.numel() for p in params if _quantized(p, tables))
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:
@@ -439,7 +444,7 @@ def _weights_bytes(model, params, *, mode, precision) -> int:
     Inference in 16 bits stores every floating tensor in 2 bytes; the 8- and 4-bit formats
     store weight matrices (rank >= 2) at :data:`aiadvisor.units.WEIGHT_BYTES` (block scales
     included) and the rest (biases, norms, embedding tables) in 2 bytes, as the quantizers
-    leave them (:func:`_quantizable_params`)."""
+    leave them (:func:`_quantized`)."""
     buffers = list(model.buffers())
     if mode == "train" or precision in ("fp32", "tf32"):
         return sum(t.numel() * t.element_size() for t in [*params, *buffers])
@@ -449,7 +454,7 @@ def _weights_bytes(model, params, *, mode, precision) -> int:
     for t in [*params, *buffers]:
         if not t.is_floating_point():
             total += t.numel() * t.element_size()
-        elif t.dim() >= 2 and id(t) not in tables:
+        elif _quantized(t, tables):
             total += t.numel() * per_matrix
         else:
             total += t.numel() * 2

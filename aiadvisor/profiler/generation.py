@@ -328,7 +328,9 @@ def _linear_weight(module: nn.Module) -> tuple[torch.Tensor, int] | None:
 def _linear_params(model: nn.Module, vocab: int) -> tuple[int, int]:
     """(parameters of linear layers other than the vocabulary head, parameters of the head when
     it is not tied to the input embedding)."""
-    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    from . import _embedding_tables
+
+    embedding_ids = _embedding_tables(model)
     quantizable = head = 0
     seen: set[int] = set()
     for module in model.modules():
