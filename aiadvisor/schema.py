@@ -469,6 +469,10 @@ class ModelProfile:
     matrices (rank >= 2) other than embedding tables, which torchao's ``quantize_``,
     bitsandbytes and TransformerEngine leave in 16 bit, as they leave biases and norms.
     ``num_params`` when not given (profiles saved before it was recorded)."""
+    largest_quantizable_params: int = 0
+    """Elements of the largest of those matrices: bitsandbytes' NF4 GEMM of more than one
+    token writes it in 16 bit before multiplying (``dequantize_4bit``), one layer at a time.
+    0 where not recorded."""
 
     def __post_init__(self) -> None:
         if self.num_active_params is None:

@@ -29,9 +29,9 @@ accumulation rows (batch 1 x 4 micro-batches) are profiled at the micro-batch. a
 ``bnb.nf4-dq`` rows run it, its ``bnb.nf4`` rows store an FP32 absmax (4.5 bits) and so read
 about 0.37 bit a weight above the prediction. Both the prediction and lit-gpt quantize the
 LM head (lit-gpt quantizes every ``Linear``) and keep the embedding table in 16 bit.
-The lit-gpt inference peaks also hold what the prediction does not model: bitsandbytes
-dequantizes each weight to 16 bit for a prompt's multi-token GEMMs (the largest, the head, is
-250-313 MiB for the 7B/13B models).
+bitsandbytes dequantizes each weight to 16 bit for a prompt's multi-token GEMMs, one layer at a
+time: the prediction holds the largest such copy at the peak (the head, 250-313 MiB for the
+7B/13B models).
 
 The optimizer's update temporaries: aiadvisor reads them from the parameters' device (the
 foreach update on CUDA keeps a full set of square roots, the CPU's for-loop two tensors of the

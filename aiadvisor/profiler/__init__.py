@@ -369,6 +369,7 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "mode": mode, "precision": precision, "optimizer": opt, "path": path, "device": device,
         "num_params": num_params, "num_trainable_params": sum(p.numel() for p in trainable),
         "num_quantizable_params": _quantizable_params(model, params),
+        "largest_quantizable_params": _quantizable_params(model, params, largest=True),
         "weights_bytes": weights, "traced_weights_bytes": result.weights_bytes,
         "grads_bytes": trainable_bytes if train else 0,
         "optimizer_bytes": assemble.optimizer_bytes(opt, trainable_bytes) if train else 0,
@@ -433,10 +434,12 @@ def _quantized(t, tables: set[int]) -> bool:
     return t.is_floating_point() and t.dim() >= 2 and id(t) not in tables
 
 
-def _quantizable_params(model, params) -> int:
-    """Parameters :func:`_quantized` (``ModelProfile.num_quantizable_params``)."""
+def _quantizable_params(model, params, *, largest: bool = False) -> int:
+    """Parameters :func:`_quantized` (``ModelProfile.num_quantizable_params``), or with
+    ``largest`` the elements of the largest such matrix (``largest_quantizable_params``)."""
     tables = _embedding_tables(model)
-    return sum(p.numel() for p in params if _quantized(p, tables))
+    sizes = [p.numel() for p in params if _quantized(p, tables)]
+    return max(sizes, default=0) if largest else sum(sizes)
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:

@@ -50,6 +50,15 @@ def optimizer_temporaries(optimizer: str, *, trainable_bytes: int, max_param_byt
     return trainable_bytes if foreach else 2 * max_param_bytes
 
 
+def nf4_dequant_bytes(static: dict[str, Any], *, tokens: int) -> int:
+    """The 16-bit copy of the largest NF4 weight that bitsandbytes writes for a GEMM of more
+    than one token (:func:`aiadvisor.costmodel.ops.nf4_dequantizes`), alive during that GEMM:
+    part of an NF4 inference peak; 0 otherwise."""
+    if static.get("precision") != "nf4" or static.get("mode") != "infer" or tokens <= 1:
+        return 0
+    return 2 * int(static.get("largest_quantizable_params", 0))
+
+
 def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: int,
                   seq_len: int | None) -> TracedProfile:
     ops, flops_by_phase = _ops(static, dyn)
@@ -59,7 +68,8 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
     opt = static["optimizer_bytes"]
     inputs = int(dyn.get("inputs_bytes", 0))
     activations = int(dyn.get("activations_bytes", 0))
-    peak_fwd_bwd = int(dyn.get("peak_bytes", 0))
+    peak_fwd_bwd = int(dyn.get("peak_bytes", 0)) + nf4_dequant_bytes(
+        static, tokens=batch_size * (seq_len or 1))
     live_after = int(dyn.get("live_after_step_bytes", 0))
     opt_temp = static["optimizer_temporaries_bytes"]
     stepping = train and static["optimizer"] != "none"
@@ -114,6 +124,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         seq_len=seq_len, num_params=static["num_params"],
         num_trainable_params=static["num_trainable_params"],
         num_quantizable_params=static.get("num_quantizable_params"),
+        largest_quantizable_params=static.get("largest_quantizable_params", 0),
         flops_forward=flops_by_phase.get("forward", 0.0),
         flops_backward=flops_by_phase.get("backward", 0.0), flops_optimizer=flops_opt,
         memory=memory, ops=tuple(ops), modules=tuple(_modules(static, dyn)), path=static["path"],

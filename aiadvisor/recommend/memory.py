@@ -499,6 +499,10 @@ def device_memory(prof: ModelProfile, config: ParallelConfig, *, precision: str,
     # + activations, autocast's weight copies, inputs): the larger one sets the device's peak.
     step = optimizer_step_bytes(prof, config) if parts.cuda_target else 0.0
     other = max(other, step - activations - states.gathered_bytes)
+    if precision == "nf4" and prof.mode != "train" and micro_batch * (prof.seq_len or 1) > 1:
+        # bitsandbytes writes each NF4 weight in 16 bit for a GEMM of more than one token
+        # (costmodel.ops.nf4_dequantizes): the largest such copy, one layer at a time.
+        other += 2 * prof.largest_quantizable_params / config.tp_degree
     return replace(states, activations_bytes=activations, other_bytes=other)
 
 

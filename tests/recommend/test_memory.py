@@ -194,6 +194,29 @@ def test_quantized_inference_keeps_embedding_tables_in_16_bit():
         pytest.approx((matrix + rest) * 2)
 
 
+def test_nf4_prompts_hold_a_16_bit_copy_of_the_largest_weight():
+    # bitsandbytes' NF4 GEMM of more than one token writes the weight in 16 bit first: the
+    # largest, Linear(64, 256)'s 64 x 256, is 32,768 bytes at its GEMM; int4 (fused) has none.
+    model = torch.nn.Sequential(torch.nn.Embedding(1000, 64), torch.nn.Linear(64, 256),
+                                torch.nn.Linear(256, 16))
+    x = torch.randint(0, 1000, (2, 8))
+    copy = 64 * 256 * 2
+    nf4 = aa.profile(model, x, mode="infer", precision="nf4")
+    int4 = aa.profile(model, x, mode="infer", precision="int4")
+    assert nf4.largest_quantizable_params == 64 * 256
+    weights_gap = nf4.memory.weights_bytes - int4.memory.weights_bytes
+    assert nf4.memory.peak_bytes - int4.memory.peak_bytes == weights_gap + copy
+    config = ParallelConfig()
+    gap = device_memory(nf4, config, precision="nf4").other_bytes - device_memory(
+        nf4, config, precision="int4").other_bytes
+    assert gap == pytest.approx(copy)
+    # one token (a batch-1 decode step) runs the fused 4-bit kernel: no copy
+    one = aa.profile(model, x[:1, :1], mode="infer", precision="nf4")
+    one_int4 = aa.profile(model, x[:1, :1], mode="infer", precision="int4")
+    assert one.memory.peak_bytes - one_int4.memory.peak_bytes == \
+        one.memory.weights_bytes - one_int4.memory.weights_bytes
+
+
 def test_headroom_is_ten_percent():
     assert usable_bytes(80e9) == pytest.approx(72e9)
 
