@@ -785,6 +785,9 @@ class GenerationProfile:
     quantise. Embeddings, norms and the head stay in 16 bit."""
     head_params: int
     """Parameters of the vocabulary head (0 when it is tied to the input embedding)."""
+    largest_quantizable_params: int = 0
+    """Elements of the largest weight among ``quantizable_params``: bitsandbytes' NF4 GEMM of a
+    prompt writes it in 16 bit before multiplying, one layer at a time (0 where unknown)."""
     attention_flops_per_context_token: float
     """Attention FLOPs of one new token per token already in the cache, all layers
     (``4 x query_heads x head_dim x layers``), from the traced prompt forward."""

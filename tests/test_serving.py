@@ -131,6 +131,16 @@ def test_int4_weights_are_four_bit_linears_and_16_bit_rest(llama8b):
     assert g.weights_bytes == int(linears * per_weight + rest * 2)
 
 
+def test_nf4_prompts_add_a_16_bit_copy_of_the_largest_linear(llama8b):
+    # bitsandbytes writes each NF4 weight in 16 bit before a prompt's GEMM, one layer at a time:
+    # the largest linear layer other than the head is an MLP projection, 14336 x 4096.
+    assert llama8b.largest_quantizable_params == 14336 * 4096
+    kw = dict(hardware="L4", prompt_len=512, output_len=128)
+    nf4 = aa.predict_generation(llama8b, weight_precision="nf4", **kw)
+    int4 = aa.predict_generation(llama8b, weight_precision="int4", **kw)
+    assert nf4.working_bytes - int4.working_bytes == pytest.approx(2 * 14336 * 4096, abs=1)
+
+
 def test_tensor_parallel_splits_weights_and_cache_per_device(llama8b):
     one = aa.predict_generation(llama8b, hardware="H100 SXM", prompt_len=1024, output_len=1024)
     two = aa.predict_generation(llama8b, hardware="H100 SXM", num_devices=2, tp=2,

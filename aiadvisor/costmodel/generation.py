@@ -150,9 +150,13 @@ def weights_bytes(gp: GenerationProfile, spec: HardwareSpec, weight_precision: s
 
 def _working_bytes(gp: GenerationProfile, prompt_len: int, weight_precision: str) -> float:
     """Activations of one prompt's forward in the serving dtype (the traced FP32 figure halved
-    for 16-bit and narrower formats)."""
+    for 16-bit and narrower formats); in NF4, with the 16-bit copy bitsandbytes writes of the
+    largest quantized weight before a prompt's GEMM (one layer at a time)."""
     act = gp.prefill.at(batch_size=1, seq_len=prompt_len).memory.activations_bytes
-    return act * (1.0 if weight_precision == "fp32" else 0.5)
+    working = act * (1.0 if weight_precision == "fp32" else 0.5)
+    if weight_precision == "nf4" and prompt_len > 1:
+        working += 2.0 * gp.largest_quantizable_params
+    return working
 
 
 def _kv_parts(gp: GenerationProfile, specs: list[HardwareSpec], precision: str, *, batch: int,

@@ -325,13 +325,13 @@ def _linear_weight(module: nn.Module) -> tuple[torch.Tensor, int] | None:
     return None
 
 
-def _linear_params(model: nn.Module, vocab: int) -> tuple[int, int]:
+def _linear_params(model: nn.Module, vocab: int) -> tuple[int, int, int]:
     """(parameters of linear layers other than the vocabulary head, parameters of the head when
-    it is not tied to the input embedding)."""
+    it is not tied to the input embedding, elements of the largest of those layers' weights)."""
     from . import _embedding_tables
 
     embedding_ids = _embedding_tables(model)
-    quantizable = head = 0
+    quantizable = head = largest = 0
     seen: set[int] = set()
     for module in model.modules():
         found = _linear_weight(module)
@@ -345,7 +345,8 @@ def _linear_params(model: nn.Module, vocab: int) -> tuple[int, int]:
             head += 0 if id(weight) in embedding_ids else n
         else:
             quantizable += n
-    return quantizable, head
+            largest = max(largest, weight.numel())
+    return quantizable, head, largest
 
 
 def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_len: int = 512,
@@ -391,7 +392,7 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
                              model_name=model_name or type(model).__name__)
     if wrapper_note:
         prefill = dataclasses.replace(prefill, notes=(*prefill.notes, wrapper_note))
-    quantizable, head = _linear_params(model, vocab)
+    quantizable, head, largest = _linear_params(model, vocab)
     decode = None
     if kv_cache is None:
         try:
@@ -403,7 +404,7 @@ def profile_generation(model: nn.Module, example_inputs: Any = None, *, prompt_l
         max_positions=prefill.max_seq_len,
         positions_source=prefill.max_seq_len_source or "the model sets no position limit",
         quantizable_params=quantizable,
-        head_params=head,
+        head_params=head, largest_quantizable_params=largest,
         attention_flops_per_context_token=_attention_coefficient(prefill),
         decode=decode, vocab_size=vocab, logits_to_keep=_takes_logits_to_keep(model))
 
