@@ -3,9 +3,11 @@
 
 Measured here, at the edge: the process's resident set now (``psutil``), and how much of it is
 the model's own tensors (its CPU parameters, buffers, gradients and the example inputs, which
-the step's peak counts again). Replayed: the step's allocations and frees through glibc's
-policy (CPU) and through the CUDA caching allocator's (GPU). :func:`process_memory` turns these
-and the profile's allocator-level peak into ``memory.process_bytes``.
+the step's peak counts again). Replayed: the step's allocations and frees through this
+machine's glibc in a child process, or through a model of glibc's policy where that cannot
+run (CPU), and through the CUDA caching allocator's policy (GPU).
+:func:`~aiadvisor.estimate.process_memory.process_estimate` turns these and the profile's
+allocator-level peak into ``memory.process_bytes``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from ..estimate import process_memory as pm
 from ..units import UNFUSED_OPTIMIZER_TEMPORARIES
+from .heap_replay import glibc_replay
 
 #: Optimizer state tensors per parameter (torch.optim: Adam/AdamW exp_avg and exp_avg_sq,
 #: SGD with momentum its momentum buffer).
@@ -57,8 +60,8 @@ def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dic
     # The for-loop step's temporaries per parameter tensor (Adam/AdamW: two of its size).
     temporaries = [(s,) * UNFUSED_OPTIMIZER_TEMPORARIES.get(optimizer, 0) for s in sizes] \
         if mode == "train" else []
-    heap_peak, live_peak = pm.replay_steps(result.alloc_events, persistent_after_first=state,
-                                           update_temporaries=temporaries)
+    heap_peak, live_peak, heap_replay = _heap_peak(result.alloc_events, device, state,
+                                                   temporaries)
     inputs = [t for t in tree_flatten((spec.args, spec.kwargs))[0] if isinstance(t, torch.Tensor)]
     resident = _cpu_bytes([*params, *model.buffers(), *inputs, *(p.grad for p in params)])
     rss = _resident_rss()   # before the probe, which adds to it what it measures
@@ -76,10 +79,26 @@ def facts(model, spec, result, *, mode: str, optimizer: str, device: str) -> dic
     return {
         "device": device, "rss_bytes": rss, "resident_model_bytes": resident,
         "library_bytes": library,
-        "heap_ratio": heap_peak / live_peak if live_peak else 1.0,
+        "heap_ratio": heap_peak / live_peak if live_peak else 1.0, "heap_replay": heap_replay,
         "cuda_reserved_ratio": reserved / live if live else 1.0, "cuda_gemms": gemms,
         "had_grads": any(p.grad is not None for p in params),
     }
+
+
+def _heap_peak(events, device: str, state, temporaries) -> tuple[int, int, str]:
+    """(resident peak, live peak, how it was found) of two steps of the CPU heap: through
+    this machine's glibc (:func:`~aiadvisor.profiler.heap_replay.glibc_replay`, ``"glibc"``)
+    for a step on the CPU where it can run, else through the policy model
+    (:func:`~aiadvisor.estimate.process_memory.replay_steps`, ``"model"``)."""
+    if device == "cpu":
+        stream, live_peak = pm.allocation_stream(events, persistent_after_first=state,
+                                                 update_temporaries=temporaries)
+        peak = glibc_replay(stream, live_peak)
+        if peak is not None:
+            return peak, live_peak, "glibc"
+    heap_peak, live_peak = pm.replay_steps(events, persistent_after_first=state,
+                                           update_temporaries=temporaries)
+    return heap_peak, live_peak, "model"
 
 
 #: The probe's GEMM: at most this many rows (the BLAS library's packing buffers are sized by
