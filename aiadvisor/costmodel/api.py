@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, check_choice
 from ..hardware.fabrics import Network, network_for
 from ..schema import HardwareSpec, ModelProfile, ParallelConfig, Prediction
 from ..units import PRECISIONS, fmt_bytes
@@ -27,6 +27,7 @@ from .facts import (
     matmul_fraction,
     matmul_source,
 )
+from .host import RUNTIMES, TORCHSCRIPT_SPEEDUP
 from .layout import (
     nchw_convs,
     transposed_bytes,
@@ -265,8 +266,8 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     return level, notes
 
 
-def _parts(prof, spec, precision, parallel, model, network, autocast: bool = True
-           ) -> tuple[StepParts, bool, str | None]:
+def _parts(prof, spec, precision, parallel, model, network, autocast: bool = True,
+           runtime: str = "eager") -> tuple[StepParts, bool, str | None]:
     devs = device_arrays([spec], precision, model)
     cal = _measured_curves(spec, precision)
     note = None if cal is not None else _calibration(spec, precision)[1]
@@ -285,7 +286,7 @@ def _parts(prof, spec, precision, parallel, model, network, autocast: bool = Tru
     parts = step_parts(prof, ops, precision, parallel, devs, model,
                        measured_precision=precision in MEASURED_PRECISIONS,
                        curves=[cal] if cal else None, networks=[network], host_costs=host,
-                       autocast=autocast)
+                       autocast=autocast, runtime=runtime)
     return parts, cal is not None, note
 
 
@@ -323,7 +324,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
             num_devices: int = 1, parallel: ParallelConfig | None = None,
             model: EfficiencyModel | None = None, fabric: str | dict | Network | None = None,
             node_size: int | None = None, correction: bool = True,
-            autocast: bool = True) -> Prediction:
+            autocast: bool = True, runtime: str = "eager") -> Prediction:
     """Predict the time of one step of ``prof`` on ``num_devices`` of ``hardware``.
 
     Parameters
@@ -366,6 +367,12 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
         (:func:`aiadvisor.costmodel.ops.autocast_islands`; the notes say so). ``False``
         prices plain 16-bit inference (``model.to(dtype)`` without autocast), as serving
         engines and a model stored in 16 bit run it.
+    runtime : str
+        How the host issues the step's ops: ``"eager"`` (the default: Python calls every
+        module and op) or ``"torchscript"`` (the model traced or scripted with ``torch.jit``
+        and run by its interpreter, from Python or from C++ libtorch: no Python and no module
+        call per op, the host time of each kernel and view op :data:`~aiadvisor.costmodel.
+        host.TORCHSCRIPT_SPEEDUP` times eager's). ``prediction.stack`` says which.
 
     Returns
     -------
@@ -389,6 +396,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     ('NVIDIA H100 SXM', True)
     """
     _check_profile(prof)
+    check_choice("runtime", runtime, RUNTIMES)
     parallel = _parallel_for(num_devices, parallel)
     spec = resolve_hardware(hardware)
     check_precision(spec, precision)
@@ -397,7 +405,7 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
     model = model or load_model()
     network = _network(spec, fabric, node_size, parallel.num_devices)
     parts, measured, calibration_note = _parts(prof, spec, precision, parallel, model, network,
-                                               autocast=autocast)
+                                               autocast=autocast, runtime=runtime)
     w = float(familiarity(device_arrays([spec], precision, model), model)[0])
     confidence, notes = _confidence(spec, precision, parallel, w, measured)
     if calibration_note and not measured:
@@ -430,7 +438,8 @@ def predict(prof: ModelProfile, *, hardware: str | HardwareSpec, precision: str 
                      "GEMM (matmul_4bit -> dequantize_4bit + linear): one more kernel per linear "
                      f"layer, {NF4_DEQUANT_BYTES:.2f} bytes a weight moved, and the GEMM reads "
                      "16-bit weights. Only a one-token call runs the fused 4-bit GEMV.")
-    pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network)
+    pred = _to_prediction(prof, spec, precision, parallel, parts, confidence, notes, network,
+                          runtime=runtime)
     return _corrected(pred, spec) if correction and spec.measured else pred
 
 
@@ -454,7 +463,7 @@ def _corrected(pred: Prediction, spec: HardwareSpec) -> Prediction:
 
 
 def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence, notes,
-                   network: Network):
+                   network: Network, runtime: str = "eager"):
     total = parts.total_s[:, 0]
     step_s = float(total[1])
     breakdown = {"compute": float(parts.compute_s[1, 0]), "memory": float(parts.memory_s[1, 0]),
@@ -477,7 +486,7 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     host_s = float(parts.host_s[1, 0]) if parts.host_s is not None else 0.0
     graphs = float(parts.graphs_s[1, 0]) if parts.graphs_s is not None else float("nan")
     host_bound = bool(np.isfinite(graphs) and host_s > graphs)
-    all_notes.append(_host_note(spec, host_s, graphs, host_bound))
+    all_notes.append(_host_note(spec, host_s, graphs, host_bound, runtime))
     backend = _backend(prof, spec, precision)
     note = _attention_note(prof, backend)
     if note:
@@ -510,7 +519,8 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
         mfu=mfu, notes=tuple(all_notes), network=described,
         host_s=host_s, host_bound=host_bound,
         graphs_step_s=None if np.isnan(graphs) else graphs,
-        stack="eager PyTorch (as you run it)", attention_backend=backend,
+        stack=("TorchScript (no Python per op)" if runtime == "torchscript"
+               else "eager PyTorch (as you run it)"), attention_backend=backend,
         amp_cast_s=float(parts.amp_cast_s[1, 0]) if parts.amp_cast_s is not None else 0.0,
     )
 
@@ -553,7 +563,8 @@ def _attention_note(prof: ModelProfile, backend: str) -> str | None:
             f"{memory}.")
 
 
-def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool) -> str:
+def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: bool,
+               runtime: str = "eager") -> str:
     if np.isfinite(graphs_s) and spec.kind in ("tpu", "npu"):
         what = ("host-bound: the device waits for Python to trace the step" if host_bound else
                 "the device is the bottleneck; the host keeps up")
@@ -562,6 +573,13 @@ def _host_note(spec: HardwareSpec, host_s: float, graphs_s: float, host_bound: b
                 f"published eager per-op figure). Compiled "
                 f"(torch.compile with the device's backend) the step would take about "
                 f"{graphs_s * 1e3:.3g} ms.")
+    if np.isfinite(graphs_s) and runtime == "torchscript":
+        what = ("host-bound: the device waits for the interpreter to issue kernels"
+                if host_bound else "the device is the bottleneck; the host keeps up")
+        return (f"TorchScript's interpreter issues the step's kernels in {host_s * 1e3:.3g} ms "
+                f"of host time ({what}; estimated: eager PyTorch's published per-kernel figure "
+                f"over {TORCHSCRIPT_SPEEDUP:g}, no Python or module call per op). With CUDA "
+                f"graphs the step would take about {graphs_s * 1e3:.3g} ms.")
     if np.isfinite(graphs_s):
         what = ("host-bound: the device waits for Python to issue kernels" if host_bound else
                 "the device is the bottleneck; the host keeps up")

@@ -29,6 +29,7 @@ from .host import (
     cpu_host_extra_s,
     host_counts,
     python_fixed_s,
+    without_python,
 )
 from .layout import LAYOUT_TRANSPOSE_OP
 from .local import LocalCalibration, op_family
@@ -711,7 +712,8 @@ def _python_note(counts: HostCounts, devs: DeviceArrays, host_costs, step_s: np.
 
 
 def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
-          device_s: np.ndarray, host_costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          device_s: np.ndarray, host_costs, runtime: str = "eager"
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(host seconds, overhead to add, step with CUDA graphs), each (Q, D).
 
     CPU with measured host costs: the host work its measured op times leave out adds to the
@@ -727,7 +729,8 @@ def _host(prof: ModelProfile, work, counts: HostCounts, devs: DeviceArrays,
             add[:, d] = extra * spread
             host[:, d] = total * spread
         elif spec.kind in EAGER_KINDS or spec.kind in LAZY_KINDS:
-            host[:, d] = accelerator_host_s(counts, lazy=spec.kind in LAZY_KINDS)
+            host[:, d] = accelerator_host_s(counts, lazy=spec.kind in LAZY_KINDS,
+                                            runtime=runtime)
             graphs[:, d] = device_s[:, d]
             if not spec.graph_replay:  # a replayed graph issues no kernels from Python
                 add[:, d] = np.maximum(host[:, d] - device_s[:, d], 0.0)
@@ -761,7 +764,7 @@ def _stage_imbalance(prof: ModelProfile, ops: OpArrays, parts: dict, mult: np.nd
 def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: ParallelConfig,
                devs: DeviceArrays, model: EfficiencyModel, *, measured_precision: bool,
                curves=None, networks: list[Network] | None = None,
-               host_costs=None, autocast: bool = True) -> StepParts:
+               host_costs=None, autocast: bool = True, runtime: str = "eager") -> StepParts:
     """All components of one step on each device (per device, seconds, shape (Q, D)).
 
     ``networks`` (one per device) gives the cluster for hierarchical collectives; without
@@ -769,7 +772,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     ``host_costs``: per device, the measured :class:`~aiadvisor.hardware.host.HostCosts` of a
     benchmarked CPU, or None. ``autocast``: an FP32-stored model's 16-bit inference runs under
     ``torch.autocast`` (its FP32 islands on CUDA/ROCm devices, :func:`~.ops.autocast_islands`);
-    False prices plain 16-bit weights and activations (``model.to(dtype)``, serving engines)."""
+    False prices plain 16-bit weights and activations (``model.to(dtype)``, serving engines).
+    ``runtime``: how the host issues the ops (:data:`~aiadvisor.costmodel.host.RUNTIMES`)."""
     notes: list[str] = []
     factors = byte_factors(prof, ops, precision)
     islands = autocast_islands(prof, ops, precision) if autocast else (0.0, 0.0)
@@ -810,6 +814,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
             - float(work.count[layout & (work.phase == "forward")].sum()),
             backward_ops=counts.backward_ops
             - float(work.count[layout & (work.phase == "backward")].sum()))
+    if runtime == "torchscript":
+        counts = without_python(counts)
     _cpu_refill(parts, work, devs, host_costs, counts, notes,
                 in_block=np.concatenate([ops.stage == "block",
                                          np.zeros(len(work.count) - len(ops), bool)]),
@@ -849,7 +855,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     comm = communication(prof, ops, precision, parallel, devs, model, windows, notes, nets)
     comm_q = np.stack([comm * COMM_LOW, comm, comm * COMM_HIGH])
     device_s = sums["compute"] + memory + overhead + comm_q
-    host, add, graphs = _host(prof, work, counts, devs, device_s, host_costs)
+    host, add, graphs = _host(prof, work, counts, devs, device_s, host_costs, runtime)
     _python_note(counts, devs, host_costs, device_s + add, notes)
     cast = work.name == "amp.cast"
     amp_cast_s = (parts["compute"][..., cast].sum(axis=-1)

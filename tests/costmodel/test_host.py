@@ -10,6 +10,7 @@ import aiadvisor as aa
 from aiadvisor.costmodel.host import (
     EAGER_KERNEL_US,
     MODULE_CALL_US,
+    TORCHSCRIPT_SPEEDUP,
     VIEW_OP_US,
     HostCounts,
     accelerator_host_s,
@@ -383,3 +384,36 @@ def test_catalog_cpus_pay_the_host_side_too():
     big = aa.predict(prof, hardware="AMD EPYC 9755", precision="fp32")
     assert big.host_s > 0
     assert big.step_time_s >= big.host_s
+
+
+def test_torchscript_host_by_hand():
+    counts = HostCounts(forward_ops=100, backward_ops=0, optimizer_ops=0, module_calls=40,
+                        view_ops=60)
+    host = accelerator_host_s(counts, runtime="torchscript")
+    # No module calls; 100 kernels and 60 view ops at eager's figures over 1.74.
+    assert TORCHSCRIPT_SPEEDUP == 1.74
+    expected = (100 * EAGER_KERNEL_US[1] + 60 * VIEW_OP_US) / 1.74 * 1e-6
+    assert host[1] == pytest.approx(expected)
+    eager = accelerator_host_s(counts)
+    assert eager[1] == pytest.approx((100 * EAGER_KERNEL_US[1] + 40 * MODULE_CALL_US
+                                      + 60 * VIEW_OP_US) * 1e-6)
+
+
+def test_torchscript_runtime_issues_a_small_batch_faster_and_says_so():
+    prof = aa.profile(_mlp(), torch.randn(2, 64), mode="infer", scaling=False)
+    eager = aa.predict(prof, hardware="A100 80GB SXM", precision="fp32")
+    script = aa.predict(prof, hardware="A100 80GB SXM", precision="fp32", runtime="torchscript")
+    # Both host-bound at batch 2; the host loses its 4 module calls and runs 1.74x faster.
+    assert eager.host_bound and script.host_bound
+    assert script.host_s == pytest.approx((eager.host_s - 4 * MODULE_CALL_US * 1e-6) / 1.74)
+    assert script.step_time_s == pytest.approx(script.host_s)
+    assert script.stack.startswith("TorchScript") and eager.stack.startswith("eager")
+    assert any("TorchScript's interpreter" in n for n in script.notes)
+    # The device side does not change: CUDA graphs remove the host either way.
+    assert script.graphs_step_s == pytest.approx(eager.graphs_step_s)
+
+
+def test_unknown_runtime_is_a_clear_error():
+    prof = aa.profile(_mlp(), torch.randn(2, 64), mode="infer", scaling=False)
+    with pytest.raises(aa.AIAdvisorError, match=r"runtime='jit'.*'eager', 'torchscript'"):
+        aa.predict(prof, hardware="A100 80GB SXM", runtime="jit")
