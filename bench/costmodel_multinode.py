@@ -532,7 +532,9 @@ utilisation):
   (6) makes 2 more all-reduces per block than it ran: -6 -> -13 %.
 - Intervals: MULTINODE_SPREAD widens the band of steps that span nodes by the smallest value
   that puts 80 % of these rows inside; with the rows and model above that is 0 (19/21 inside
-  without it; leave-one-row-out 19/21). It was 0.04 before (6) and the April rows.
+  without it; leave-one-row-out 19/21). It was 0.04 before (6) and the April rows. Since
+  STEP_SPREAD (0.14, calibrated on NeuSight's single-node steps) widens every learned step's
+  band, 20/21 are inside.
 - Conventions: hfu rows count the recomputed forward as Megatron-DeepSpeed / GPT-NeoX log it
   (factor 4); model rows (PaLM, Llama 3) do not; KempnerForge and fms-fsdp rows compare
   tokens/s.

@@ -508,7 +508,8 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
                          "dtype, three kernels).")
     low_s, high_s = stack_band(step_s, float(min(total[0], step_s)),
                                float(max(total[2], step_s)),
-                               spans_nodes=parallel.num_devices > network.node_size)
+                               spans_nodes=parallel.num_devices > network.node_size,
+                               learned=_learned(spec))
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -523,6 +524,12 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
                else "eager PyTorch (as you run it)"), attention_backend=backend,
         amp_cast_s=float(parts.amp_cast_s[1, 0]) if parts.amp_cast_s is not None else 0.0,
     )
+
+
+def _learned(spec: HardwareSpec) -> bool:
+    """Whether ``spec``'s steps are priced by the learned model alone: an accelerator that was
+    not benchmarked here (its band takes :data:`~.predict.STEP_SPREAD`)."""
+    return spec.kind != "cpu" and not spec.measured
 
 
 def _stack_note(prof: ModelProfile, parallel: ParallelConfig) -> str | None:
@@ -776,8 +783,8 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
     n = len(specs)
     spans = np.array([parallel.num_devices > net.node_size for net in networks])
     low, high = np.minimum(total[0], step), np.maximum(total[2], step)
-    wide_low, wide_high = stack_band(step, low, high, spans_nodes=True)
-    low, high = np.where(spans, wide_low, low), np.where(spans, wide_high, high)
+    low, high = stack_band(step, low, high, spans_nodes=spans,
+                           learned=np.array([_learned(s) for s in specs]))
     return {
         "hardware": np.array([s.name for s in specs], dtype=object),
         "vendor": np.array([s.vendor for s in specs], dtype=object),

@@ -185,8 +185,17 @@ def test_multinode_band_widens_in_quadrature(monkeypatch, spec, exact_model):
     assert low == pytest.approx(0.86480, abs=1e-5)
     assert high == pytest.approx(1.23114, abs=1e-5)
     assert predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=False) == (0.9, 1.2)
+    # A step the learned model prices takes STEP_SPREAD (0.14) as well: hypot(0.10536, 0.14)
+    # = 0.17522 and hypot(0.18232, 0.14) = 0.22987; with the 0.1 across nodes too, 0.20174
+    # and 0.25068.
+    assert predict_module.STEP_SPREAD == 0.14
+    low, high = predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=False, learned=True)
+    assert (low, high) == (pytest.approx(0.83928, abs=1e-5), pytest.approx(1.25844, abs=1e-5))
+    low, high = predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=True, learned=True)
+    assert (low, high) == (pytest.approx(0.81730, abs=1e-5), pytest.approx(1.28490, abs=1e-5))
     # Through predict, with no op spread (exact model) the raw band is the communication's
-    # (x0.8 .. x1.5); 16 devices span 2 nodes of 8 and get the spread on top, 8 do not.
+    # (x0.8 .. x1.5); 16 devices span 2 nodes of 8 and get the spread on top, 8 do not; both
+    # are priced by the learned model.
     import math
 
     prof = _grad_profile()
@@ -195,6 +204,7 @@ def test_multinode_band_widens_in_quadrature(monkeypatch, spec, exact_model):
         pred = predict(prof, num_devices=n, **kw)
         step, comm = pred.step_time_s, pred.communication_s
         down, up = math.log(step / (step - 0.2 * comm)), math.log((step + 0.5 * comm) / step)
+        down, up = math.hypot(down, 0.14), math.hypot(up, 0.14)
         if spans:
             down, up = math.hypot(down, 0.1), math.hypot(up, 0.1)
         assert pred.low_s == pytest.approx(step * math.exp(-down), rel=1e-9)

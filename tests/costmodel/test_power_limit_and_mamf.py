@@ -132,8 +132,13 @@ def test_a_card_past_its_rated_clock_may_beat_its_rated_peak_but_not_its_publish
     assert pred.compute_s == pytest.approx(GEMM_FLOPS / 239.11e12, rel=1e-9)
 
 
-def test_a_burst_is_the_fast_end_of_a_power_limited_boards_interval():
+def test_a_burst_is_the_fast_end_of_a_power_limited_boards_interval(monkeypatch):
     # The power limit is sustained: the P10 leaves it out, the P50 and P90 keep it (2x here).
+    # The ops' own band, before the step's spread widens it around each P50.
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("aiadvisor.costmodel.predict"), "STEP_SPREAD",
+                        0.0)
     model = power_model(2.0)
     small = predict(gemm(), hardware=make_spec(name="Small GPU", tdp_w=70), precision="bf16",
                     model=model)
