@@ -44,7 +44,7 @@ import sys
 
 #: Starting states the stream is replayed from (forked children of one process).
 REPLAYS = 32
-#: Seconds the child may take for all of them (ResNet-50's training stream: 0.2 s here).
+#: Seconds the child may take for all of them (ResNet-50's training stream: 0.3 s here).
 REPLAY_TIMEOUT_S = 60.0
 
 _CHILD = r"""
