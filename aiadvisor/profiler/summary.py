@@ -6,6 +6,33 @@ from ..schema import ModelProfile
 from ..units import fmt_bytes, fmt_flops
 
 
+def process_memory_text(prof: ModelProfile) -> str | None:
+    """What the process will show for the step, beside the allocator-level peak (estimated),
+    or None where the profile has no such figure.
+
+    A model on the CPU: the resident set (what ``ps`` and ``top`` show) with its P10-P90 band.
+    A model on a CUDA device: ``torch.cuda.max_memory_reserved()``. Otherwise (a meta or CPU
+    trace priced for a GPU): the reserved figure the same step would show on a CUDA device.
+    nvidia-smi shows the CUDA context on top of either GPU figure."""
+    from ..estimate.process_memory import CUDA_CONTEXT_BYTES
+
+    m = prof.memory
+    context = f"; nvidia-smi shows about {CUDA_CONTEXT_BYTES // 2**20} MiB more, the CUDA context"
+    if m.process_bytes is not None and str(prof.device).startswith("cuda"):
+        return (f"{fmt_bytes(m.process_bytes)} torch.cuda.max_memory_reserved() "
+                f"(estimated{context})")
+    if m.process_bytes is not None:
+        band = (f", P10-P90 {fmt_bytes(m.process_low_bytes)} to "
+                f"{fmt_bytes(m.process_high_bytes)}"
+                if m.process_low_bytes is not None and m.process_high_bytes is not None else "")
+        return (f"{fmt_bytes(m.process_bytes)} resident set, what ps and top show "
+                f"(estimated{band})")
+    if m.cuda_reserved_bytes:
+        return (f"on a CUDA device: {fmt_bytes(m.cuda_reserved_bytes)} "
+                f"torch.cuda.max_memory_reserved() (estimated{context})")
+    return None
+
+
 def profile_text(prof: ModelProfile, *, top: int = 8) -> str:
     """A readable block: sizes, FLOPs, memory breakdown and the costliest modules."""
     shape = f"batch {prof.batch_size}" + (f" x seq {prof.seq_len}" if prof.seq_len else "")
@@ -27,6 +54,9 @@ def profile_text(prof: ModelProfile, *, top: int = 8) -> str:
         f"  memory            {memory}",
         f"  peak memory       {fmt_bytes(m.peak_bytes)} ({how})",
     ]
+    process = process_memory_text(prof)
+    if process:
+        lines.append(f"  process memory    {process}")
     if prof.measured_step_time_s is not None:
         lines.append(f"  measured          step {prof.measured_step_time_s * 1e3:.1f} ms, peak "
                      f"{fmt_bytes(prof.measured_peak_bytes or 0)} on {prof.device}")

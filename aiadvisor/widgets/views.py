@@ -8,6 +8,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import AIAdvisorError
+from ..profiler.summary import process_memory_text
 from ..units import fmt_bytes, fmt_flops, fmt_params, fmt_seconds
 from ..viz import plans as plan_charts
 from ..viz import profile as profile_charts
@@ -101,8 +102,11 @@ def _summary_html(prof: Any) -> str:
         ("FLOPs per step", flops),
         ("bytes moved per step", fmt_bytes(prof.bytes_per_step)),
         ("peak memory", memory),
-        ("how", _PATHS.get(prof.path, prof.path)),
     ]
+    process = process_memory_text(prof)
+    if process:
+        rows.append(("as the process shows it", process))
+    rows.append(("how", _PATHS.get(prof.path, prof.path)))
     if prof.measured_step_time_s:
         measured = f"{fmt_seconds(prof.measured_step_time_s)} on {prof.device}"
         rows.append(("measured step time", measured))

@@ -148,6 +148,31 @@ def test_profile_reports_process_memory_beside_the_allocator_peak():
     assert bigger.process_bytes - mem.process_bytes >= bigger.peak_bytes - mem.peak_bytes > 0
 
 
+def test_the_profile_shows_memory_as_the_process_sees_it(monkeypatch):
+    from aiadvisor.profiler.summary import process_memory_text, profile_text
+    from aiadvisor.units import fmt_bytes
+    from aiadvisor.widgets.views import _summary_html
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(),
+                                torch.nn.Linear(1024, 256))
+    prof = aa.profile(model, torch.randn(64, 256), mode="train")
+    mem = prof.memory
+    # On the CPU: the resident set and its band, beside the allocator-level peak.
+    text = process_memory_text(prof)
+    assert text.startswith(f"{fmt_bytes(mem.process_bytes)} resident set, what ps and top show")
+    assert f"P10-P90 {fmt_bytes(mem.process_low_bytes)} to " in text
+    assert f"process memory    {text}" in profile_text(prof)
+    assert "as the process shows it" in _summary_html(prof)
+    # A meta trace (meant for a GPU) shows what torch.cuda.max_memory_reserved() would read.
+    with torch.device("meta"):
+        big = torch.nn.Linear(4096, 4096)
+    meta = aa.profile(big, torch.randn(8, 4096, device="meta"), mode="infer", scaling=False)
+    assert process_memory_text(meta) == (
+        f"on a CUDA device: {fmt_bytes(meta.memory.cuda_reserved_bytes)} "
+        "torch.cuda.max_memory_reserved() (estimated; nvidia-smi shows about 500 MiB more, the "
+        "CUDA context)")
+
+
 def test_meta_model_has_no_resident_set_but_a_reserved_figure():
     with torch.device("meta"):
         model = torch.nn.Linear(4096, 4096)
