@@ -80,6 +80,15 @@ LLM.int8() rows stay int8. pr4766-03 (Q8_0 prefill on an RTX 4090) went +254 -> 
 prefill/TTFT MAPE 84 -> 75 %, 13 -> 14 of 23 within 30 %; batch-1 decode MAPE 20.5 -> 20.4 %
 (the int8wo decode rows move -7..+1 %: their GEMVs' compute side now runs at the 16-bit rate).
 
+Eighth pass (2026-12-06, seventh session; how eager PyTorch issues tensor parallelism, no
+constant fitted): a step launched from Python (``engine="fused"`` or ``"eager"``) now counts
+each tensor-parallel all-reduce, two per block, as a host launch at an eager kernel's cost;
+graph-replaying engines are unchanged. The eight TGI 1.0.3 rows at tp 8 moved toward their
+figures but stay far (Llama-2-7B batch 1: -65 -> -57 %; 70B: -38 -> -28 %; throughput rows
++315..+98 % -> +279..+74 %); no goal count changed; held-out APE mean 40 -> 37 %. In the same
+session every learned step's P10-P90 band widened by ``STEP_SPREAD`` (calibrated on NeuSight's
+measured steps, not on these rows): held-out rows inside 71 -> 77 %.
+
 Metrics (the CSV's ``metric``), all compared in the unit the source gives:
 ``decode_tok_s_per_seq`` = 1 / TPOT at the row's batch (llama-bench ``tg N`` starts at an empty
 context: predicted at a 1-token prompt; rows at batch > 1 count as batched throughput, the same

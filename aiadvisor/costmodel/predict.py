@@ -703,6 +703,23 @@ LAZY_KINDS = ("tpu", "npu")
 PYTHON_NOTE_SHARE = 0.05
 
 
+def _with_tp_collectives(prof: ModelProfile, ops: OpArrays, precision: str,
+                         parallel: ParallelConfig, counts: HostCounts) -> HostCounts:
+    """``counts`` with the tensor-parallel all-reduces that :func:`communication` prices (two
+    per block and pass) as host launches: eager PyTorch calls each one from Python
+    (``torch.distributed.all_reduce``), as it launches a kernel. Assumed to cost the host what
+    an eager kernel does (no published per-call figure used)."""
+    if parallel.tp_degree <= 1:
+        return counts
+    _, blocks = _block_comm_size(prof, ops, precision, [])
+    per_pass = 2 * blocks / parallel.pp_degree * parallel.num_microbatches \
+        * parallel.grad_accum_steps
+    train = prof.mode == "train"
+    forward = 1 + (1 if train and parallel.checkpointing == "full" else 0)
+    return replace(counts, forward_ops=counts.forward_ops + per_pass * forward,
+                   backward_ops=counts.backward_ops + (per_pass if train else 0.0))
+
+
 def _python_note(counts: HostCounts, devs: DeviceArrays, host_costs, step_s: np.ndarray,
                  notes: list[str]) -> None:
     """On a CPU with measured host costs, a note where the model's own Python lines (outside
@@ -825,6 +842,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
             - float(work.count[layout & (work.phase == "forward")].sum()),
             backward_ops=counts.backward_ops
             - float(work.count[layout & (work.phase == "backward")].sum()))
+    counts = _with_tp_collectives(prof, ops, precision, parallel, counts)
     if runtime == "torchscript":
         counts = without_python(counts)
     _cpu_refill(parts, work, devs, host_costs, counts, notes,

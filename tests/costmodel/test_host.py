@@ -417,3 +417,19 @@ def test_unknown_runtime_is_a_clear_error():
     prof = aa.profile(_mlp(), torch.randn(2, 64), mode="infer", scaling=False)
     with pytest.raises(aa.AIAdvisorError, match=r"runtime='jit'.*'eager', 'torchscript'"):
         aa.predict(prof, hardware="A100 80GB SXM", runtime="jit")
+
+
+def test_tensor_parallel_all_reduces_are_host_launches_in_eager_pytorch():
+    from aiadvisor import examples
+    from aiadvisor.schema import ParallelConfig
+
+    model, ids = examples.build("tiny-gpt", batch_size=1, seq_len=16)
+    prof = aa.profile(model, ids, mode="infer", scaling=False)
+    assert prof.num_blocks > 0
+    one = aa.predict(prof, hardware="H100 SXM", precision="bf16")
+    two = aa.predict(prof, hardware="H100 SXM", precision="bf16", num_devices=2,
+                     parallel=ParallelConfig(tp_degree=2))
+    # Each device still issues every kernel; tensor parallel adds two all-reduce calls per
+    # block (after attention and after the MLP), each an eager call from Python.
+    assert two.host_s - one.host_s == pytest.approx(
+        2 * prof.num_blocks * EAGER_KERNEL_US[1] * 1e-6, rel=1e-6)
