@@ -62,3 +62,16 @@ def test_the_model_replays_the_heap_where_glibc_cannot(monkeypatch):
     prof = aa.profile(model, x, mode="train", optimizer="adamw")
     assert "replayed through a model of glibc's policy" in prof.memory.process_label
     assert prof.memory.process_bytes > prof.memory.peak_bytes
+
+
+def test_a_failing_child_leaves_the_replay_to_the_model(monkeypatch):
+    # Whatever goes wrong in the child (no interpreter to start, a crash, garbage output),
+    # the profile must not fail: glibc_replays answers None and the model replays the heap.
+    def broken(*args, **kwargs):
+        raise RuntimeError("no child today")
+
+    monkeypatch.setattr(heap_replay.subprocess, "run", broken)
+    monkeypatch.setattr(heap_replay, "glibc_available", lambda: True)
+    assert heap_replay.glibc_replays([0, 100, 0, 0], 100) is None
+    monkeypatch.setattr(heap_replay.sys, "executable", "")
+    assert heap_replay.glibc_replays([0, 100, 0, 0], 100) is None
