@@ -28,7 +28,7 @@ errors +3.3, -9.8 (ResNet-50 infer, train), -6.7, -8.6 (GPT-2), -1.5, -7.9 (BERT
 4.5 % (5.3 %), signed -0.4 %, 4/4 within 10 % (4/4). Without the heap replay, the library
 probe and the first-step pages (the resident set before profiling plus the step's tensors):
 mean 10.0 % and 6.4 %. The measured side moves by up to ~12 % between fresh processes
-(ResNet-50 inference: 627-704 MiB) and by several per cent between runs (ResNet-50 training:
+(ResNet-50 inference: 623-696 MiB in six) and by several per cent between runs (ResNet-50 training:
 1609, 1641 and 1688 MiB today; it read -11.5 % in the run before this one).
 """
 

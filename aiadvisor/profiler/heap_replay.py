@@ -14,7 +14,7 @@ same replay writing every byte and reading ``/proc/self/statm`` gave the same fi
 Where each chunk lands also depends on what the heap holds before the step, which no profile
 can know: the same stream peaked anywhere from 110 to 288 MiB (ResNet-50 inference at batch 8,
 86 MiB live) depending on a few small chunks already allocated, and fresh processes running the
-real step differ as much (bench/profile_memory.py: 626 to 696 MiB resident). So the child
+real step differ as much (bench/profile_memory.py: 623 to 696 MiB in six of them). So the child
 replays the stream from :data:`REPLAYS` starting states, each holding a seeded random number
 (0 to 39) of chunks of 16 B to 128 KiB, one forked process each, and the profile takes the
 mean peak (the peaks take a few discrete values: a median of 16 to 64 of them jumped between
