@@ -19,7 +19,7 @@ records and runs a node per op, every ``nn.Module`` call costs a little.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -108,9 +108,7 @@ def cpu_host_extra_s(counts: HostCounts, costs, *, train: bool) -> tuple[float, 
 def without_python(counts: HostCounts) -> HostCounts:
     """``counts`` as TorchScript runs the step: no ``nn.Module`` calls and no lines of the
     model's own Python (its graph holds the ops they issued)."""
-    return HostCounts(forward_ops=counts.forward_ops, backward_ops=counts.backward_ops,
-                      optimizer_ops=counts.optimizer_ops, module_calls=0.0,
-                      view_ops=counts.view_ops, python_lines=0.0)
+    return replace(counts, module_calls=0.0, python_lines=0.0)
 
 
 def accelerator_host_s(counts: HostCounts, *, lazy: bool = False,

@@ -77,7 +77,8 @@ MULTINODE_SPREAD = 0.0
 STEP_SPREAD = 0.14
 
 
-def stack_band(step_s, low_s, high_s, *, spans_nodes, learned=False):
+def stack_band(step_s, low_s, high_s, *, spans_nodes: bool | np.ndarray,
+               learned: bool | np.ndarray = False):
     """(low, high) widened in quadrature by :data:`MULTINODE_SPREAD` where ``spans_nodes`` and
     by :data:`STEP_SPREAD` where ``learned`` (each a bool or an array of them, one per
     device): ``low' = step exp(-sqrt(ln(step / low)^2 + s^2))``, likewise ``high'``.

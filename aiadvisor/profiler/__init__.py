@@ -364,12 +364,13 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
     opt = optimizer if train else "none"
     device = str(next(iter(params), None).device) if params else "cpu"
     max_param = max((p.numel() * p.element_size() for p in trainable), default=0)
+    quantizable = _quantizable_sizes(model, params)
     static: dict[str, Any] = {
         "model_name": model_name or type(model).__name__, "model_type": type(model).__name__,
         "mode": mode, "precision": precision, "optimizer": opt, "path": path, "device": device,
         "num_params": num_params, "num_trainable_params": sum(p.numel() for p in trainable),
-        "num_quantizable_params": _quantizable_params(model, params),
-        "largest_quantizable_params": _quantizable_params(model, params, largest=True),
+        "num_quantizable_params": sum(quantizable),
+        "largest_quantizable_params": max(quantizable, default=0),
         "weights_bytes": weights, "traced_weights_bytes": result.weights_bytes,
         "grads_bytes": trainable_bytes if train else 0,
         "optimizer_bytes": assemble.optimizer_bytes(opt, trainable_bytes) if train else 0,
@@ -434,12 +435,11 @@ def _quantized(t, tables: set[int]) -> bool:
     return t.is_floating_point() and t.dim() >= 2 and id(t) not in tables
 
 
-def _quantizable_params(model, params, *, largest: bool = False) -> int:
-    """Parameters :func:`_quantized` (``ModelProfile.num_quantizable_params``), or with
-    ``largest`` the elements of the largest such matrix (``largest_quantizable_params``)."""
+def _quantizable_sizes(model, params) -> list[int]:
+    """Elements of each parameter :func:`_quantized` keeps at the format's width: their sum is
+    ``ModelProfile.num_quantizable_params``, the largest ``largest_quantizable_params``."""
     tables = _embedding_tables(model)
-    sizes = [p.numel() for p in params if _quantized(p, tables)]
-    return max(sizes, default=0) if largest else sum(sizes)
+    return [p.numel() for p in params if _quantized(p, tables)]
 
 
 def _weights_bytes(model, params, *, mode, precision) -> int:
