@@ -464,6 +464,12 @@ class ModelProfile:
     large_param_bytes: tuple[int, ...] = ()
     """Bytes of each trainable tensor of at least 1 MiB, largest first (training profiles; the
     optimizer's per-tensor temporaries of that size land on fresh pages on a CPU)."""
+    untouched_table_elements: int = 0
+    """Elements of the trainable embedding tables (not tied to another layer) in rows a step's
+    lookups are not expected to reach: their gradient rows are zero, so an Adam step leaves
+    their second moment at exactly zero, whose square root some CPUs take several times
+    slower. Expected for indices drawn uniformly: ``rows * dim * (1 - 1/rows) ** lookups`` a
+    table; a learned position table reaches ``seq_len`` rows. Training profiles; 0 otherwise."""
     num_quantizable_params: int | None = None
     """Parameters an 8- or 4-bit inference format stores at its width: floating weight
     matrices (rank >= 2) other than embedding tables, which torchao's ``quantize_``,

@@ -67,8 +67,10 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     # only + 7 convolutions and a
     # 1,024-MAC one (the per-call time) in 2 layouts (NCHW, channels_last) and 4 LSTM layers x
     # (forward, backward) + the first touch
-    # of a fresh 128 MiB buffer; no decode-cache points with a 1 K-element grid.
-    assert len(data["ops"]) == 30 + 12 + 2 + 14 + 32 + 8 + 1 and len(data["optimizer"]) == 9
+    # of a fresh 128 MiB buffer + the square root of zeros; no decode-cache points with a 1
+    # K-element grid.
+    assert len(data["ops"]) == 30 + 12 + 2 + 14 + 32 + 8 + 1 + 1 and len(data["optimizer"]) == 9
+    assert "sqrt[zeros]" in out and "ns an element" in out
     assert data["config"]["op_elements"] == [2**10]
 
     # A first touch that cost nothing extra (fresh no slower than reused: timing noise) and an
@@ -85,8 +87,12 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
                 seconds=0.0),
         OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=128 * 2**20, flops=0.0,
                 seconds=0.02),
-        OpPoint(op="aten.relu", family="elementwise", num_bytes=2**20, flops=0.0, seconds=0.0)])
+        OpPoint(op="aten.relu", family="elementwise", num_bytes=2**20, flops=0.0, seconds=0.0),
+        OpPoint(op="aten.sqrt[zeros]", family="sqrt-zero", num_bytes=4 * 2**20, flops=0.0,
+                seconds=0.7e-3)])
     text = calibration_text(zero)
+    # 0.7 ms over 2^20 elements = 0.67 ns an element
+    assert "1 M elements +0.67 ns an element" in text
     # 0.02 s over 128 MiB = 156.25 us per MiB
     assert "128 MiB +0.0 us/MiB" in text and "128 MiB +156.2 us/MiB" in text
     assert "1.00 MiB too fast to time" in text

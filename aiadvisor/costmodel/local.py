@@ -214,6 +214,9 @@ class LocalCalibration:
     each op timed on cold inputs (FP32), by increasing bytes."""
     first_touch_s_per_byte: float = 0.0
     """Page faults of a freshly allocated large buffer, seconds per byte written (0 unknown)."""
+    zero_sqrt_s_per_element: float = 0.0
+    """What ``torch.sqrt`` of a zero costs beyond that of an ordinary value, seconds per element
+    (:func:`~aiadvisor.hardware.calibrate.zero_sqrt_points`; 0 unknown)."""
     conv_call: dict[tuple[str, str], float] = field(default_factory=dict)
     """(conv family, dtype) -> seconds one call costs whatever its size (a 1,024-MAC
     convolution timed; the rates in :attr:`conv` are of the work beyond it). Empty in a
@@ -267,10 +270,13 @@ class LocalCalibration:
         conv_points: list = []
         conv_call: dict[tuple[str, str], float] = {}
         wide: dict[str, list] = {}
-        first_touch = 0.0
+        first_touch = zero_sqrt = 0.0
         for p in result.ops:
             if p.family == "first-touch":
                 first_touch = max(p.seconds, 0.0) / max(p.num_bytes, 1.0)
+                continue
+            if p.family == "sqrt-zero":
+                zero_sqrt = max(p.seconds, 0.0) / max(p.num_bytes / 4.0, 1.0)
                 continue
             if p.family == "gemm-forward-wide":
                 wide.setdefault(getattr(p, "dtype", "float32"), []).append(p)
@@ -328,6 +334,7 @@ class LocalCalibration:
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
                    conv_call=conv_call, conv_weight=conv_weight,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
+                   zero_sqrt_s_per_element=zero_sqrt,
                    gemm_weight=weight)
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,

@@ -433,6 +433,37 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
             parts["memory"][:, d, large] += (fresh * per_byte)[large]
 
 
+def _cpu_zero_state(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                    curves, zero_fraction: float, notes: list[str]) -> None:
+    """On a benchmarked CPU, the square roots an Adam/AdamW step takes of a second moment that
+    is still exactly zero: ``zero_fraction`` of the trainable elements
+    (``ModelProfile.untouched_table_elements``: embedding rows no lookup has reached), each
+    costing :attr:`~aiadvisor.costmodel.local.LocalCalibration.zero_sqrt_s_per_element` more
+    than the calibration's optimizer grid (ordinary values) paid (in place). PyTorch's default
+    for-loop step only: the fused one was not timed with zeros."""
+    if zero_fraction <= 0 or not curves:
+        return
+    for i in np.flatnonzero(work.op_class == "optimizer"):
+        name = str(work.name[i])
+        opt = name.removeprefix("optimizer.")
+        if opt not in ("adam", "adamw"):
+            continue
+        elements = float(work.flops_per_call[i] * work.count[i]) / OPTIMIZER_TRAFFIC[opt][1]
+        zero = zero_fraction * elements
+        for d, spec in enumerate(devs.specs):
+            cal = curves[d]
+            if spec.kind != "cpu" or cal is None or cal.zero_sqrt_s_per_element <= 0:
+                continue
+            extra = zero * cal.zero_sqrt_s_per_element
+            parts["memory"][:, d, i] += extra
+            notes.append(
+                f"The {opt} step takes the square root of {zero / 1e6:.3g} M second-moment "
+                f"elements that are still zero (embedding rows the batch does not look up; "
+                f"early in training, or for rows rarely looked up): {extra * 1e3:.3g} ms more "
+                f"on {spec.name}, which takes {cal.zero_sqrt_s_per_element * 1e9:.2g} ns more "
+                "for the square root of a zero than of another value (measured).")
+
+
 #: A GEMM streaming at least this many bytes a call is a "streaming" op for the cache refill
 #: (:func:`_cpu_refill`): the smallest size :data:`~aiadvisor.hardware.host.REFILL_MIB` timed.
 REFILL_MIN_BYTES = 2**20
@@ -828,6 +859,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())
+    if prof.mode == "train" and prof.num_trainable_params:
+        _cpu_zero_state(parts, work, devs, curves, getattr(prof, "untouched_table_elements", 0)
+                        / prof.num_trainable_params, notes)
     counts = host_counts(prof, work)
     if island.any():
         # Autocast launches its casts from C++ inside the dispatcher, not from Python: no

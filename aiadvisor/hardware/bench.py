@@ -51,6 +51,7 @@ from .calibrate import (
     op_points,
     optimizer_points,
     recurrent_points,
+    zero_sqrt_points,
 )
 
 __all__ = [
@@ -65,7 +66,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 20
+_CACHE_VERSION = 21
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -669,7 +670,8 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                         + len(SKINNY_NARROW_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
-        total_steps += len(cold_grid(config["op_elements"])) + 1 if device.backend == "cpu" \
+        # Cold inputs, the first touch and the square root of zeros.
+        total_steps += len(cold_grid(config["op_elements"])) + 2 if device.backend == "cpu" \
             else 0
         total_steps += per_dtype * len(config["op_dtypes"]) + 9
         if device.backend == "cpu":
@@ -740,6 +742,9 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
                                   min_time_s=op_time, step=step, elements=cold_grid(elements))
         opt_pts = optimizer_points(torch, dev=dev, sync=sync, time_op=time_op,
                                    min_time_s=op_time, step=step)
+        if device.backend == "cpu":
+            op_pts += zero_sqrt_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                       min_time_s=op_time, step=step)
         op_pts += touch
     if guard is not None and guard.busy:
         skipped = {**skipped, "timing busy": (

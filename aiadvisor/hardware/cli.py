@@ -152,6 +152,9 @@ def calibration_text(result: Any) -> str:
                 if p.family == "first-touch":  # seconds is an extra cost, 0 when none was seen
                     cells.append(f"{p.num_bytes / 2**20:.0f} MiB "
                                  f"+{p.seconds * 1e6 / (p.num_bytes / 2**20):.1f} us/MiB")
+                elif p.family == "sqrt-zero":  # an extra cost too
+                    cells.append(f"{p.num_bytes / 4 / 2**20:.0f} M elements "
+                                 f"+{p.seconds * 1e9 / (p.num_bytes / 4):.2f} ns an element")
                 elif p.seconds <= 0.0:
                     cells.append(f"{p.num_bytes / 2**20:.2f} MiB too fast to time")
                 elif p.family == "attention" or p.family.startswith("gemm-"):

@@ -391,6 +391,7 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "large_param_bytes": tuple(sorted(
             (b for p in trainable if (b := p.numel() * p.element_size()) >= 2**20),
             reverse=True)) if train else (),
+        "embedding_tables": _dense_grad_tables(model) if train else {},
     }
     if mode == "infer" and precision not in ("fp32", "tf32"):
         static["notes"].append(
@@ -424,6 +425,22 @@ def _embedding_tables(model) -> set[int]:
 
     return {id(m.weight) for m in model.modules()
             if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
+
+
+def _dense_grad_tables(model) -> dict[str, tuple[int, int]]:
+    """``(rows, dim)`` of each trainable embedding table by module name whose gradient is dense
+    with a zero row for every row a step does not look up: ``nn.Embedding``/``EmbeddingBag``
+    without ``sparse=True``, not shared with another module (an LM head tied to it gives every
+    row a gradient)."""
+    from torch import nn
+
+    owners: dict[int, int] = {}
+    for _, p in model.named_parameters(remove_duplicate=False):
+        owners[id(p)] = owners.get(id(p), 0) + 1
+    return {name: (int(m.num_embeddings), int(m.embedding_dim))
+            for name, m in model.named_modules()
+            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and not m.sparse
+            and m.weight.requires_grad and owners.get(id(m.weight)) == 1}
 
 
 def _quantized(t, tables: set[int]) -> bool:
@@ -517,6 +534,10 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         mult = n if is_block_module(module, plan) else 1
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
+    for module, rows in result.lookups.items():
+        if module in static["embedding_tables"] and not is_block_module(module, plan):
+            key = assemble.SEP.join(("lookups", module))
+            dyn[key] = dyn.get(key, 0.0) + rows
     for (module, phase), count in result.views.items():
         key = assemble.SEP.join(("host", "views", phase))
         dyn[key] = dyn.get(key, 0.0) + count * (n if is_block_module(module, plan) else 1)

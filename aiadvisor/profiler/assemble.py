@@ -59,6 +59,27 @@ def nf4_dequant_bytes(static: dict[str, Any], *, tokens: int) -> int:
     return 2 * int(static.get("largest_quantizable_params", 0))
 
 
+def untouched_table_elements(static: dict[str, Any], dyn: dict[str, float], *,
+                             seq_len: int | None) -> int:
+    """Elements of the dense-gradient embedding tables (``static["embedding_tables"]``) in
+    rows the step's lookups (``dyn``) are not expected to reach: for ``n`` indices drawn
+    uniformly from ``R`` rows, a row is missed with probability ``(1 - 1/R) ** n``. A learned
+    position table (named like one: :func:`~aiadvisor.profiler.scaling.is_position_table`)
+    reaches its first ``seq_len`` rows, whatever the batch."""
+    from .scaling import is_position_table
+
+    total = 0.0
+    for module, (rows, dim) in static.get("embedding_tables", {}).items():
+        lookups = dyn.get(SEP.join(("lookups", module)), 0.0)
+        if lookups <= 0:
+            continue
+        if is_position_table(module) and seq_len:
+            total += max(rows - seq_len, 0) * dim
+        else:
+            total += rows * dim * (1.0 - 1.0 / rows) ** lookups
+    return int(round(total))
+
+
 def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: int,
                   seq_len: int | None) -> TracedProfile:
     ops, flops_by_phase = _ops(static, dyn)
@@ -147,6 +168,7 @@ def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: 
         num_view_ops_backward=round(dyn.get(SEP.join(("host", "views", "backward")), 0.0)),
         num_python_lines=int(static.get("python_lines", 0)),
         large_param_bytes=tuple(static.get("large_param_bytes", ())),
+        untouched_table_elements=untouched_table_elements(static, dyn, seq_len=seq_len),
     )
 
 

@@ -78,6 +78,8 @@ ATTENTION_PACKETS = {
 }
 EMBEDDING_PACKETS = {aten.embedding, aten.embedding_backward, aten.embedding_dense_backward,
                      aten._embedding_bag, aten.embedding_bag}
+#: Forward lookups whose second argument holds the indices (one table row gathered each).
+LOOKUP_PACKETS = {aten.embedding, aten._embedding_bag, aten._embedding_bag_forward_only}
 RNN_PACKETS = {
     aten.mkldnn_rnn_layer, aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn,
     aten._cudnn_rnn_backward, aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu,

@@ -21,6 +21,7 @@ from .opinfo import (
     EXTRA_FLOPS,
     GROUPED_GEMM_PACKETS,
     HIDDEN_BYTES,
+    LOOKUP_PACKETS,
     METADATA_OPS,
     VIEW_PACKETS,
     op_class,
@@ -359,6 +360,8 @@ class Recorder(TorchDispatchMode):
         """What the trace did differently from a real step (said in ``prof.notes``)."""
         self.views: dict[tuple[str, str], int] = {}
         """View ops (no kernel, no bytes, but host dispatch) per (module, phase)."""
+        self.lookups: dict[str, int] = {}
+        """Rows the forward's embedding lookups gather, per module (the indices' elements)."""
         self.events: list[tuple[int, int]] = []
         """Storages created during the step (not weights or inputs), in order: ``(key,
         nbytes)`` when created, ``(key, 0)`` when freed; replayed through a model of the
@@ -471,6 +474,8 @@ class Recorder(TorchDispatchMode):
             key = (module, self.phase)
             self.views[key] = self.views.get(key, 0) + 1
             return
+        if packet in LOOKUP_PACKETS and self.phase == "forward":
+            self.lookups[module] = self.lookups.get(module, 0) + args[1].numel()
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]
         bytes_read = sum(_distinct_bytes(t) for t in in_tensors)

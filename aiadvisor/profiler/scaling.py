@@ -27,6 +27,12 @@ CONFIG_POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_seq_len
 _POSITION_TABLE = re.compile(r"(^|_)(pos|wpe|position|positions|positional)(_|$)")
 
 
+def is_position_table(name: str) -> bool:
+    """Whether a module's qualified name is a learned position table's (``wpe``,
+    ``position_embeddings``, ``embed_positions``, ``pos``, ...)."""
+    return bool(_POSITION_TABLE.search(name.rsplit(".", 1)[-1]))
+
+
 def position_limit(model: Any, *, seq_len: int | None) -> tuple[int | None, str]:
     """The longest sequence ``model`` accepts and where that was read, or ``(None, "")``.
 
@@ -50,7 +56,7 @@ def position_limit(model: Any, *, seq_len: int | None) -> tuple[int | None, str]
     for name, module in model.named_modules():
         rows = getattr(module, "num_embeddings", None)
         if (type(module).__name__ == "Embedding" and isinstance(rows, int) and rows >= seq_len
-                and _POSITION_TABLE.search(name.rsplit(".", 1)[-1])):
+                and is_position_table(name)):
             tables.append((rows, f"learned position table {name!r} "
                                  f"(Embedding({rows}, {module.embedding_dim}))"))
     if tables:

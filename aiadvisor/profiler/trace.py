@@ -52,6 +52,8 @@ class TraceResult:
     notes: tuple[str, ...] = ()
     views: dict = dataclasses.field(default_factory=dict)
     """View ops per (module, phase) (``Recorder.views``)."""
+    lookups: dict = dataclasses.field(default_factory=dict)
+    """Rows the forward's embedding lookups gather, per module (``Recorder.lookups``)."""
     module_calls: dict = dataclasses.field(default_factory=dict)
     sdpa: dict = dataclasses.field(default_factory=dict)
     """``scaled_dot_product_attention`` calls per pseudo-module (``ModuleStack.sdpa``)."""
@@ -238,7 +240,7 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         block_peak_bytes=block_peak,
         compute_dtype=compute_dtype, notes=tuple(sorted(recorder.notes)),
         alloc_events=tuple(recorder.events), largest_gemm=tuple(recorder.largest_gemm),
-        views=dict(recorder.views),
+        views=dict(recorder.views), lookups=dict(recorder.lookups),
         module_calls=dict(tracker.calls), sdpa={k: dict(v) for k, v in tracker.sdpa.items()},
         dropout={k: {**v, "ops": {op: list(t) for op, t in v["ops"].items()}}
                  for k, v in tracker.dropout.items()},

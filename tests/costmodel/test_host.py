@@ -212,6 +212,40 @@ def test_cpu_fresh_outputs_over_the_mmap_threshold_pay_page_faults_by_hand():
     assert p["memory"][1, 0].tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
+def test_adam_square_roots_of_a_zero_second_moment_by_hand():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from aiadvisor.costmodel.predict import _cpu_zero_state
+    from aiadvisor.units import OPTIMIZER_TRAFFIC
+
+    # An AdamW record of 10 M elements (14 FLOPs an element as profiled), an SGD one, and a
+    # fused AdamW: 40 % of the trainable elements have a zero second moment; the CPU takes
+    # 0.7 ns more for the square root of a zero: 0.4 x 10e6 x 0.7e-9 = 2.8 ms, on AdamW only.
+    assert OPTIMIZER_TRAFFIC["adamw"][1] == 14
+    work = SimpleNamespace(
+        name=np.array(["optimizer.adamw", "optimizer.sgd", "optimizer.adamw[fused]"],
+                      dtype=object),
+        op_class=np.array(["optimizer"] * 3, dtype=object),
+        count=np.array([1.0, 1.0, 1.0]), flops_per_call=np.array([14e7, 2e7, 14e7]))
+    cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu", name="local CPU")])
+    cal = SimpleNamespace(zero_sqrt_s_per_element=0.7e-9)
+    parts = {k: np.zeros((3, 1, 3)) for k in ("compute", "memory", "overhead")}
+    notes: list[str] = []
+    _cpu_zero_state(parts, work, cpu, [cal], 0.4, notes)
+    assert parts["memory"][:, 0].ravel().tolist() == pytest.approx([2.8e-3, 0.0, 0.0] * 3)
+    assert len(notes) == 1 and "4 M second-moment elements" in notes[0] and "2.8 ms" in notes[0]
+    # An unbenchmarked CPU (no calibration), a calibration from before it was timed, a GPU, or
+    # no zero state: nothing.
+    for curves, devs, fraction in (([None], cpu, 0.4), ([SimpleNamespace(
+            zero_sqrt_s_per_element=0.0)], cpu, 0.4), ([cal], SimpleNamespace(
+            specs=[SimpleNamespace(kind="gpu", name="A100")]), 0.4), ([cal], cpu, 0.0)):
+        parts = {k: np.zeros((3, 1, 3)) for k in ("compute", "memory", "overhead")}
+        _cpu_zero_state(parts, work, devs, curves, fraction, [])
+        assert not parts["memory"].any()
+
+
 def test_measured_fresh_output_cost_is_positive_under_glibc():
     import platform
 

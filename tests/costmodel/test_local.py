@@ -436,6 +436,44 @@ def test_a_slowdown_under_one_is_not_a_speedup():
     assert plain.cold == {} and plain.cold_factor(np.array([1e7]))[0] == 1.0
 
 
+def test_calibration_reads_the_square_root_of_zeros():
+    # 0.7 ms more for 2^20 zeros (4 MiB in FP32) than for ones: 0.7e-3 / 2^20 = 0.668 ns each.
+    point = OpPoint(op="aten.sqrt[zeros]", family="sqrt-zero", num_bytes=4 * 2**20, flops=0,
+                    seconds=0.7e-3)
+    cal = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=_benchmark().ops + (point,)), "fp32")
+    assert cal.zero_sqrt_s_per_element == pytest.approx(0.7e-3 / 2**20)
+    # Not an op curve of its own.
+    assert not any("sqrt[zeros]" in str(k) for k in cal.curves)
+    assert LocalCalibration.from_benchmark(_benchmark(), "fp32").zero_sqrt_s_per_element == 0.0
+
+
+def test_untouched_embedding_rows_slow_the_adam_step_on_a_calibrated_cpu(monkeypatch):
+    # A training profile whose AdamW state has 3 M zero elements, on a CPU that takes 0.7 ns
+    # more for each of their square roots: 2.1 ms more a step, and a note says why.
+    from aiadvisor.costmodel import api
+
+    from .conftest import make_profile
+
+    point = OpPoint(op="aten.sqrt[zeros]", family="sqrt-zero", num_bytes=4 * 2**20, flops=0,
+                    seconds=0.7e-9 * 2**20)
+    cal = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=_benchmark().ops + (point,)), "fp32")
+    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    elements = 10_000_000
+    base = make_profile([op("aten.mm", "gemm", "forward", flops=1e9, bytes_read=4e6,
+                            bytes_written=4e6),
+                         op("optimizer.adamw", "optimizer", "optimizer", flops=14 * elements,
+                            bytes_read=0, bytes_written=0)], mode="train", optimizer="adamw",
+                        num_params=elements)
+    zero = dataclasses.replace(base, untouched_table_elements=3_000_000)
+    plain = predict(base, hardware=_local_cpu(), precision="fp32")
+    slow = predict(zero, hardware=_local_cpu(), precision="fp32")
+    assert slow.step_time_s - plain.step_time_s == pytest.approx(2.1e-3, rel=1e-6)
+    assert any("still zero" in n for n in slow.notes)
+    assert not any("still zero" in n for n in plain.notes)
+
+
 def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
     # The calibration found a fresh 64 MiB buffer 16 ms slower to write than a reused one:
     # 16e-3 / 2^26 = 0.238 ns a byte (4.2 GB/s of page faults). Outputs of 32 MiB or more

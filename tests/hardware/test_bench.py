@@ -171,8 +171,11 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # timings, so it may be 0 on a platform that hands back reused pages).
     (touch,) = [p for p in result.ops if p.family == "first-touch"]
     assert touch.num_bytes == 128 * 2**20 and touch.seconds >= 0
+    # One square-root-of-zeros point: 2^20 zeros against 2^20 ones (a difference, >= 0).
+    (zeros,) = [p for p in result.ops if p.family == "sqrt-zero"]
+    assert zeros.op == "aten.sqrt[zeros]" and zeros.num_bytes == 4 * 2**20 and zeros.seconds >= 0
     for p in result.ops:
-        if p.family == "first-touch":
+        if p.family in ("first-touch", "sqrt-zero"):
             continue
         if not p.family.startswith(("gemm-", "conv-", "recurrent")):
             by_op.setdefault(p.op, []).append(p)
@@ -273,16 +276,17 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert measurement_for(spec) is again
     # 30 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
     # skinny addmm, two
-    # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch.
+    # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch, the
+    # square root of zeros.
     # Convolutions: forward and backward, in NCHW and in channels_last, and the 1,024-MAC one
     # timed for the per-call cost (families ``...-call``). Distinct names: the
     # 30, addmm, mm, convolution and its backward in each layout, the LSTM layer and its
-    # backward, the first touch: 39.
+    # backward, the first touch, the square root of zeros: 40.
     timings = (2 * 30 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
                + len(SKINNY_NARROW_SHAPES)
                + 4 * (len(CONV_SHAPES) + 1)
-               + 2 * len(RECURRENT_SHAPES) + 1)
-    assert f"an op grid ({timings} timings of 39 ops)" in spec.notes
+               + 2 * len(RECURRENT_SHAPES) + 2)
+    assert f"an op grid ({timings} timings of 40 ops)" in spec.notes
 
 
 def test_op_grid_runs_in_each_measured_16_bit_type(tmp_path):

@@ -1,0 +1,67 @@
+"""Embedding rows a training step does not look up keep a zero gradient, so Adam leaves their
+second moment at exactly zero: ``ModelProfile.untouched_table_elements`` counts them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import aiadvisor as aa
+
+
+class Tagger(nn.Module):
+    """A 1,000 x 8 table, a 64-row learned position table and a head."""
+
+    def __init__(self, *, tie: bool = False, sparse: bool = False, bag: bool = False):
+        super().__init__()
+        table = nn.EmbeddingBag if bag else nn.Embedding
+        self.embed = table(1000, 8, sparse=sparse, **({"mode": "sum"} if bag else {}))
+        self.pos = nn.Embedding(64, 8)
+        self.head = nn.Linear(8, 1000, bias=False)
+        if tie:
+            self.head.weight = self.embed.weight
+        self.bag = bag
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        if self.bag:
+            return self.head(x)
+        x = x + self.pos(torch.arange(ids.shape[1]))
+        return self.head(x)
+
+
+def _ids(batch: int, seq: int = 16):
+    return torch.randint(0, 1000, (batch, seq), generator=torch.Generator().manual_seed(0))
+
+
+def test_untouched_rows_by_hand():
+    prof = aa.profile(Tagger(), _ids(4), mode="train", optimizer="adamw")
+    # 4 x 16 = 64 indices drawn from 1,000 rows: a row is missed with probability
+    # 0.999^64 = 0.937975, so 1,000 x 8 x 0.937975 = 7,503.8 elements. The position table
+    # (64 rows) reaches its first 16: (64 - 16) x 8 = 384 more.
+    assert prof.untouched_table_elements == pytest.approx(7504 + 384, abs=1)
+    # Twice the batch: 128 indices, 0.999^128 = 0.879797: 7,038.4; positions unchanged.
+    assert prof.at(batch_size=8).untouched_table_elements == pytest.approx(7038 + 384, abs=1)
+
+
+def test_tables_whose_every_row_gets_a_gradient_or_none_count_nothing():
+    ids = _ids(4)
+    # A head tied to the table gives every row a gradient; only the position table is left.
+    assert aa.profile(Tagger(tie=True), ids, mode="train").untouched_table_elements == 384
+    # sparse=True: a sparse gradient (SparseAdam's case), not zero rows of a dense one.
+    from aiadvisor.profiler import _dense_grad_tables
+
+    assert set(_dense_grad_tables(Tagger(sparse=True))) == {"pos"}
+    assert set(_dense_grad_tables(Tagger())) == {"embed", "pos"}
+    frozen = Tagger()
+    frozen.embed.weight.requires_grad_(False)
+    assert aa.profile(frozen, ids, mode="train").untouched_table_elements == 384
+    # Inference has no optimizer state.
+    assert aa.profile(Tagger(), ids, mode="infer").untouched_table_elements == 0
+
+
+def test_embedding_bag_lookups_count_every_index():
+    # EmbeddingBag over (4, 16) indices: 64 lookups, as above (no position table in this path).
+    prof = aa.profile(Tagger(bag=True), _ids(4), mode="train", optimizer="adamw")
+    assert prof.untouched_table_elements == pytest.approx(7504, abs=1)
