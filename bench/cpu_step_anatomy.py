@@ -1,7 +1,8 @@
 """Where a CPU inference step's time goes, next to what the local cost model predicts.
 
 A diagnostic for issue #12 (CPU steps predicted too fast). For the six models of
-``costmodel_local_cpu.py`` in inference (forward under ``no_grad``), one run prints:
+``costmodel_local_cpu.py`` (``--set held-out``: its five held-out ones) in inference (forward
+under ``no_grad``), one run prints:
 
 * **plain**: the median forward, called as a user calls it (no mode, no hooks);
 * **in model**: the summed time of the model's aten ops, each timed inside a dispatch mode
@@ -78,7 +79,7 @@ def replayed_seconds(calls) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     import torch
-    from costmodel_local_cpu import build_models
+    from costmodel_local_cpu import build_held_out_models, build_models
 
     import aiadvisor as aa
     from aiadvisor.costmodel import predict
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--top", type=int, default=4, help="op kinds listed per model")
+    parser.add_argument("--set", choices=("tune", "held-out"), default="tune",
+                        help="costmodel_local_cpu.py's six tuned models or its five held out")
     args = parser.parse_args(argv)
     from _results import isolate_measurements
 
@@ -94,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = detect(benchmark=True, progress=False)
     print(f"{'model':24s} {'plain':>8s} {'in model':>9s} {'replayed':>9s} {'rest':>7s} "
           f"{'predicted':>9s} {'pred/plain':>10s} {'model/replay':>12s}")
-    for name, model, x in build_models():
+    models = build_held_out_models() if args.set == "held-out" else build_models()
+    for name, model, x in models:
         prof = aa.profile(model, x, mode="infer", scaling=False, precision="fp32")
         pred = predict(prof, hardware=spec, precision="fp32").step_time_s
         flags = [(m, m.training) for m in model.modules()]

@@ -15,7 +15,13 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from ..errors import InvalidModelError, ModelInputError, ProfilingError, check_choice
+from ..errors import (
+    InvalidArgumentError,
+    InvalidModelError,
+    ModelInputError,
+    ProfilingError,
+    check_choice,
+)
 from ..schema import ModelProfile
 from ..units import (
     FP4_FORMAT_BITS,
@@ -28,6 +34,7 @@ from ..units import (
     QUANT_GROUP_SIZE,
     WEIGHT_BITS,
     WEIGHT_BYTES,
+    fmt_bytes,
 )
 from . import assemble, quiet
 from .scaling import TracedProfile, evaluate, fit, grid, position_limit, rescale
@@ -103,6 +110,8 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     check_choice("mode", mode, MODES)
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("precision", precision, PRECISIONS)
+    if mode == "train":
+        _check_sparse_gradients(model, optimizer)
     from . import inputs as inputs_mod
     from .blocks import find_repeated_blocks
     from .moe import check_imbalance, find_experts
@@ -393,6 +402,14 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
             reverse=True)) if train else (),
         "embedding_tables": _dense_grad_tables(model) if train else {},
     }
+    sparse = _sparse_tables(model) if train else []
+    if sparse:
+        dense = sum(m.weight.numel() * m.weight.element_size()
+                    for n, m in model.named_modules() if n in sparse)
+        static["notes"].append(
+            f"{', '.join(repr(n) for n in sparse)}: sparse=True, so the gradient holds only "
+            f"the rows a step looks up; the gradients and the {opt} update are counted as "
+            f"dense over the whole table ({fmt_bytes(dense)}), an upper bound")
     if mode == "infer" and precision not in ("fp32", "tf32"):
         static["notes"].append(
             f"inference weights stored in {precision} ({_WEIGHT_NOTE.get(precision, '')})")
@@ -425,6 +442,28 @@ def _embedding_tables(model) -> set[int]:
 
     return {id(m.weight) for m in model.modules()
             if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
+
+
+def _sparse_tables(model) -> list[str]:
+    """Names of the trainable ``nn.Embedding``/``EmbeddingBag`` modules with ``sparse=True``
+    (their gradient is a sparse tensor of the looked-up rows)."""
+    from torch import nn
+
+    return [name for name, m in model.named_modules()
+            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse
+            and m.weight.requires_grad]
+
+
+def _check_sparse_gradients(model, optimizer: str) -> None:
+    """torch.optim's Adam and AdamW refuse sparse gradients: so does a training profile."""
+    sparse = _sparse_tables(model) if optimizer in ("adam", "adamw") else []
+    if sparse:
+        raise InvalidArgumentError(
+            f"optimizer={optimizer!r} cannot step the sparse gradient of "
+            f"{', '.join(repr(n) for n in sparse)} (an embedding with sparse=True): "
+            "torch.optim.Adam and AdamW raise 'Adam does not support sparse gradients'. "
+            "Expected optimizer='sgd' or 'sgd_momentum' (both step sparse gradients), "
+            "sparse=False on the table, or mode='infer'.")
 
 
 def _dense_grad_tables(model) -> dict[str, tuple[int, int]]:

@@ -64,6 +64,27 @@ class MemoryState:
         self.total -= nbytes
 
 
+_SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_bsr, torch.sparse_csc,
+                   torch.sparse_bsc)
+
+
+def _parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The strided tensors that hold ``t``: itself, or a sparse tensor's indices and values
+    (e.g. the gradient of ``nn.Embedding(sparse=True)``)."""
+    if t.layout == torch.sparse_coo:
+        return (t._indices(), t._values())
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return (t.crow_indices(), t.col_indices(), t.values())
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return (t.ccol_indices(), t.row_indices(), t.values())
+    return (t,)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    """Bytes of ``t``'s elements (a sparse tensor's stored indices and values)."""
+    return sum(p.numel() * p.element_size() for p in _parts(t))
+
+
 def _storage_nbytes(t: torch.Tensor) -> int:
     try:
         return int(t.untyped_storage().nbytes())
@@ -77,6 +98,8 @@ def _distinct_bytes(t: torch.Tensor) -> int:
     decode step's ``bmm`` against a weight expanded over the batch reads the weight once, not
     once per sequence. A tensor broadcast within its last two dims (the expanded ones of
     ``loss.sum()``'s gradient) counts whole: kernels copy it into a dense buffer first."""
+    if t.layout in _SPARSE_LAYOUTS:
+        return _nbytes(t)
     try:
         sizes, strides = t.shape, t.stride()
     except (RuntimeError, NotImplementedError):
@@ -374,7 +397,13 @@ class Recorder(TorchDispatchMode):
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
               nbytes: int | None = None) -> None:
-        """Start following the storage of ``t`` (no-op if already followed)."""
+        """Start following the storage of ``t`` (no-op if already followed); a sparse
+        tensor's, those of its indices and values."""
+        parts = _parts(t)
+        if parts[0] is not t:
+            for part in parts:
+                self.track(part, category, module)
+            return
         st = t.untyped_storage()
         key = id(st)
         if key in self.storages:
@@ -479,7 +508,7 @@ class Recorder(TorchDispatchMode):
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [t for t in flat_in if isinstance(t, torch.Tensor)]
         bytes_read = sum(_distinct_bytes(t) for t in in_tensors)
-        bytes_written = sum(t.numel() * t.element_size() for t in out_tensors)
+        bytes_written = sum(_nbytes(t) for t in out_tensors)
         if packet in BYTES_RULES:
             bytes_read, bytes_written = BYTES_RULES[packet](args, bytes_written)
         if packet in flop_registry:

@@ -270,10 +270,12 @@ def _fwd_by_module(recorder: Recorder) -> dict[str, int]:
 
 
 def _unique_bytes(tensors) -> int:
+    from .recorder import _parts
+
     seen: set[int] = set()
     total = 0
-    for t in tensors:
-        st = t.untyped_storage()
+    for part in (p for t in tensors for p in _parts(t)):
+        st = part.untyped_storage()
         if id(st) not in seen:
             seen.add(id(st))
             total += st.nbytes()

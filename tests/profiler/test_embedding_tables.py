@@ -1,5 +1,6 @@
-"""Embedding rows a training step does not look up keep a zero gradient, so Adam leaves their
-second moment at exactly zero: ``ModelProfile.untouched_table_elements`` counts them."""
+"""Embedding tables in training. Rows a step does not look up keep a zero gradient, so Adam
+leaves their second moment at exactly zero: ``ModelProfile.untouched_table_elements`` counts
+them. A table with ``sparse=True`` has a sparse gradient, which SGD steps and Adam refuses."""
 
 from __future__ import annotations
 
@@ -65,3 +66,26 @@ def test_embedding_bag_lookups_count_every_index():
     # EmbeddingBag over (4, 16) indices: 64 lookups, as above (no position table in this path).
     prof = aa.profile(Tagger(bag=True), _ids(4), mode="train", optimizer="adamw")
     assert prof.untouched_table_elements == pytest.approx(7504, abs=1)
+
+
+def test_a_sparse_table_profiles_with_sgd_and_says_what_it_counts():
+    model = Tagger(sparse=True, bag=True)
+    prof = aa.profile(model, _ids(4), mode="train", optimizer="sgd", measure=True,
+                      measure_steps=2)
+    # The 1,000 x 8 FP32 table: 32,000 bytes, counted dense.
+    (note,) = [n for n in prof.notes if "sparse=True" in n]
+    assert "'embed'" in note and "31.25 KiB" in note and "upper bound" in note
+    assert prof.untouched_table_elements == 0
+    assert prof.measured_step_time_s > 0
+    assert model.embed.weight.grad is None   # the user's model is left as it was
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_adam_on_a_sparse_table_is_refused_like_torch_does(optimizer):
+    with pytest.raises(aa.errors.InvalidArgumentError,
+                       match=rf"optimizer='{optimizer}' cannot step the sparse gradient of "
+                             r"'embed'.*Expected optimizer='sgd' or 'sgd_momentum'"):
+        aa.profile(Tagger(sparse=True), _ids(4), mode="train", optimizer=optimizer)
+    # Inference has no gradient: fine.
+    prof = aa.profile(Tagger(sparse=True), _ids(4), mode="infer")
+    assert prof.num_params == 1000 * 8 * 2 + 64 * 8
