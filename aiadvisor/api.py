@@ -490,7 +490,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         The variable names the generated code uses (validated Python identifiers).
     optimizer : str or torch.optim.Optimizer, optional
         The optimizer to account for: adamw, adam, sgd, sgd_momentum or none (None:
-        ``"adamw"`` for a live model, the profile's own for a profile; inference profiles
+        ``"adamw"`` for a live model, ``"sgd"`` for one with sparse embeddings, which AdamW
+        cannot step (a note says so), the profile's own for a profile; inference profiles
         have ``"none"``). The user's own AdamW, Adam or SGD instance works too: its update
         rule is read from its class, and a ``fused``/``foreach`` one is not told to fuse.
     measure : bool, optional
@@ -557,9 +558,15 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         base = model
         check_profile_options(base, mode=mode, optimizer=optimizer, measure=measure)
     else:
+        assumed = optimizer or _default_optimizer(model)
         base = profile_for_advice(model, example_inputs, mode=mode or "train",
-                                  precision=precision, optimizer=optimizer or "adamw",
+                                  precision=precision, optimizer=assumed,
                                   measure=_check_measure(measure), model_name=model_name)
+        if optimizer is None and assumed != "adamw" and base.mode == "train":
+            base = dataclasses.replace(base, notes=(*base.notes, (
+                f"optimizer {assumed!r} assumed: the model's sparse embeddings "
+                f"({', '.join(repr(n) for n in _sparse_names(model))}) rule out AdamW, "
+                "which cannot step sparse gradients; pass optimizer=... to choose")))
     applied = detect(model, optimizer=optimizer_object,
                      dataloader=dataloader, profile=base)
     spec = _resolve_hardware(hardware)
@@ -571,6 +578,21 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
                      predictor=predictor, applied=applied)
     return Report(advice=advice, base=base, names=names, spec=spec, specs=specs,
                   predictor=predictor, serving=serving)
+
+
+def _sparse_names(model: Any) -> list[str]:
+    """Trainable embeddings of ``model`` with ``sparse=True`` (none for anything else)."""
+    import torch
+
+    from .profiler import sparse_embedding_tables
+
+    return sparse_embedding_tables(model) if isinstance(model, torch.nn.Module) else []
+
+
+def _default_optimizer(model: Any) -> str:
+    """The optimizer a training profile assumes when none is given: AdamW, or SGD for a model
+    with sparse embeddings (``sparse=True``), which AdamW cannot step."""
+    return "sgd" if _sparse_names(model) else "adamw"
 
 
 def _serving_for(model: Any, example_inputs: Any, *, mode: str | None, optimizer: str | None,

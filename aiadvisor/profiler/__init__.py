@@ -402,7 +402,7 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
             reverse=True)) if train else (),
         "embedding_tables": _dense_grad_tables(model) if train else {},
     }
-    sparse = _sparse_tables(model) if train else []
+    sparse = sparse_embedding_tables(model) if train else []
     if sparse:
         dense = sum(m.weight.numel() * m.weight.element_size()
                     for n, m in model.named_modules() if n in sparse)
@@ -444,7 +444,7 @@ def _embedding_tables(model) -> set[int]:
             if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
 
 
-def _sparse_tables(model) -> list[str]:
+def sparse_embedding_tables(model) -> list[str]:
     """Names of the trainable ``nn.Embedding``/``EmbeddingBag`` modules with ``sparse=True``
     (their gradient is a sparse tensor of the looked-up rows)."""
     from torch import nn
@@ -456,7 +456,7 @@ def _sparse_tables(model) -> list[str]:
 
 def _check_sparse_gradients(model, optimizer: str) -> None:
     """torch.optim's Adam and AdamW refuse sparse gradients: so does a training profile."""
-    sparse = _sparse_tables(model) if optimizer in ("adam", "adamw") else []
+    sparse = sparse_embedding_tables(model) if optimizer in ("adam", "adamw") else []
     if sparse:
         raise InvalidArgumentError(
             f"optimizer={optimizer!r} cannot step the sparse gradient of "

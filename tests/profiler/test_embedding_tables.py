@@ -89,3 +89,14 @@ def test_adam_on_a_sparse_table_is_refused_like_torch_does(optimizer):
     # Inference has no gradient: fine.
     prof = aa.profile(Tagger(sparse=True), _ids(4), mode="infer")
     assert prof.num_params == 1000 * 8 * 2 + 64 * 8
+
+
+def test_advice_with_default_arguments_assumes_sgd_for_sparse_embeddings():
+    # %advise with no optimizer: AdamW cannot step the sparse table, so SGD is assumed and a
+    # note says why; asking for AdamW explicitly is refused as above.
+    report = aa.advise(Tagger(sparse=True), _ids(4))
+    assert report.profile.optimizer == "sgd"
+    assert any("optimizer 'sgd' assumed" in n and "'embed'" in n for n in report.profile.notes)
+    assert aa.advise(Tagger(), _ids(4)).profile.optimizer == "adamw"
+    with pytest.raises(aa.errors.InvalidArgumentError, match="cannot step the sparse gradient"):
+        aa.advise(Tagger(sparse=True), _ids(4), optimizer="adamw")
