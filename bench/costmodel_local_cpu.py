@@ -29,7 +29,9 @@ Zero second moments (2026-12-06, after investigating the DLRM-style case, so tha
 longer held out in spirit): the AdamW step of embedding tables whose rows the batch does not
 look up takes square roots of zeros, which this CPU runs 4-8x slower than those of ordinary
 values (measured by the calibration, nothing fitted). Held-out MAPE 11.1 % -> 8.3 %, DLRM-style
-training -27.7 % -> -9.8 %, inside P10-P90 8 -> 9 of 10, still predicted faster in 8 of 10.
+training -27.7 % -> -9.8 %, inside P10-P90 8 -> 9 of 10, still predicted faster in 8 of 10. A
+bag lookup then read the rows it gathers, not its whole table (DLRM-style inference +5 % -> +2
+%); that rerun was noisier (spreads up to 17 %): MAPE 9.2 %, 8 of 10 predicted faster.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:

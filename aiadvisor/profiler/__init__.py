@@ -34,7 +34,6 @@ from ..units import (
     QUANT_GROUP_SIZE,
     WEIGHT_BITS,
     WEIGHT_BYTES,
-    fmt_bytes,
 )
 from . import assemble, quiet
 from .scaling import TracedProfile, evaluate, fit, grid, position_limit, rescale
@@ -368,6 +367,12 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
     num_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
     trainable_bytes = sum(p.numel() * p.element_size() for p in trainable)
+    sparse = sparse_embedding_tables(model) if mode == "train" else []
+    modules = dict(model.named_modules())
+    # A sparse table's gradient (and SGD momentum buffer) is sized by the step's lookups
+    # (assemble.sparse_gradients), not by the table.
+    dense_grad_bytes = trainable_bytes - sum(
+        modules[n].weight.numel() * modules[n].weight.element_size() for n in sparse)
     weights = _weights_bytes(model, params, mode=mode, precision=precision)
     train = mode == "train"
     opt = optimizer if train else "none"
@@ -381,8 +386,8 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
         "num_quantizable_params": sum(quantizable),
         "largest_quantizable_params": max(quantizable, default=0),
         "weights_bytes": weights, "traced_weights_bytes": result.weights_bytes,
-        "grads_bytes": trainable_bytes if train else 0,
-        "optimizer_bytes": assemble.optimizer_bytes(opt, trainable_bytes) if train else 0,
+        "grads_bytes": dense_grad_bytes if train else 0,
+        "optimizer_bytes": assemble.optimizer_bytes(opt, dense_grad_bytes) if train else 0,
         "optimizer_temporaries_bytes": assemble.optimizer_temporaries(
             opt, trainable_bytes=trainable_bytes, max_param_bytes=max_param,
             foreach=device.startswith("cuda")),
@@ -402,14 +407,19 @@ def _static(model, result, plan, *, path, mode, optimizer, precision, model_name
             reverse=True)) if train else (),
         "embedding_tables": _dense_grad_tables(model) if train else {},
     }
-    sparse = sparse_embedding_tables(model) if train else []
     if sparse:
-        dense = sum(m.weight.numel() * m.weight.element_size()
-                    for n, m in model.named_modules() if n in sparse)
-        static["notes"].append(
-            f"{', '.join(repr(n) for n in sparse)}: sparse=True, so the gradient holds only "
-            f"the rows a step looks up; the gradients and the {opt} update are counted as "
-            f"dense over the whole table ({fmt_bytes(dense)}), an upper bound")
+        static["sparse_tables"] = {
+            n: (int(modules[n].num_embeddings), int(modules[n].embedding_dim),
+                int(modules[n].weight.element_size())) for n in sparse}
+        note = (f"{', '.join(repr(n) for n in sparse)}: sparse=True, so the gradient is one "
+                "row per lookup (uncoalesced, with its int64 index), not the whole table, and "
+                f"the {opt} update touches those rows only")
+        if opt == "sgd_momentum":
+            note += ("; PyTorch keeps the momentum buffer sparse and appends each step's "
+                     "gradient to it uncoalesced, so it grows by one step's gradient every "
+                     "step (counted here at one step's size; plain SGD or sparse=False avoid "
+                     "it)")
+        static["notes"].append(note)
     if mode == "infer" and precision not in ("fp32", "tf32"):
         static["notes"].append(
             f"inference weights stored in {precision} ({_WEIGHT_NOTE.get(precision, '')})")
@@ -574,7 +584,8 @@ def _dynamic(result, plan, static) -> dict[str, float]:
         key = "act" + assemble.SEP + starred(module, plan)
         dyn[key] = dyn.get(key, 0.0) + nbytes * mult
     for module, rows in result.lookups.items():
-        if module in static["embedding_tables"] and not is_block_module(module, plan):
+        if (module in static["embedding_tables"] or module in static.get("sparse_tables", {})) \
+                and not is_block_module(module, plan):
             key = assemble.SEP.join(("lookups", module))
             dyn[key] = dyn.get(key, 0.0) + rows
     for (module, phase), count in result.views.items():
@@ -608,7 +619,13 @@ def _dynamic(result, plan, static) -> dict[str, float]:
     # Weights not in the trace (the other n-1 blocks) and, in inference, the change of storage
     # format are static; their gradients are the traced gradients scaled the same way.
     weight_delta = static["weights_bytes"] - result.weights_bytes
-    grad_delta = static["grads_bytes"] - result.grads_bytes
+    # Sparse gradients: the trace holds them where it ran on real tensors (0 on fake ones, whose
+    # row count is not known); sized from the lookups like the profile's (grads_bytes leaves
+    # them out).
+    sparse_delta = assemble.sparse_gradients(
+        static, {m: float(n) for m, n in result.lookups.items()})[0] - result.sparse_grads_bytes
+    grad_delta = static["grads_bytes"] - (result.grads_bytes - result.sparse_grads_bytes) \
+        + sparse_delta
     train = static["mode"] == "train"
     # Where gradients outweigh the activations (short sequences) the step peaks at the end of
     # the backward, every block's gradients alive: the traced end state plus the other blocks'

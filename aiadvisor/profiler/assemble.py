@@ -80,13 +80,55 @@ def untouched_table_elements(static: dict[str, Any], dyn: dict[str, float], *,
     return int(round(total))
 
 
+#: Bytes of one index of a sparse COO gradient (int64, one sparse dimension).
+SPARSE_INDEX_BYTES = 8
+
+
+def sparse_gradients(static: dict[str, Any], lookups: dict[str, float]) -> tuple[float, float]:
+    """(bytes, elements) of the gradients of the tables with ``sparse=True``
+    (``static["sparse_tables"]``, left out of ``grads_bytes``), and how many more elements
+    (negative: fewer) their optimizer update touches than a dense one: each gradient holds one
+    row per lookup of the step (``lookups``: by module; ``embedding_bag``'s and
+    ``embedding``'s sparse backward do not coalesce them) with its int64 index, and the update
+    touches those rows."""
+    nbytes = elements = 0.0
+    for module, (rows, dim, elem) in static.get("sparse_tables", {}).items():
+        n = lookups.get(module, 0.0)
+        nbytes += n * (dim * elem + SPARSE_INDEX_BYTES)
+        elements += (n - rows) * dim
+    return nbytes, elements
+
+
+def _lookups(dyn: dict[str, float]) -> dict[str, float]:
+    """Lookups per embedding module (``dyn`` keys ``lookups|<module>``)."""
+    head = "lookups" + SEP
+    return {k.removeprefix(head): v for k, v in dyn.items() if k.startswith(head)}
+
+
+def _sparse_optimizer_op(static: dict[str, Any], elements: float) -> dict[str, Any] | None:
+    """The optimizer record with ``elements`` more (or fewer) elements updated."""
+    op = static.get("optimizer_op")
+    total = static.get("num_trainable_params", 0)
+    if op is None or not elements or total <= 0:
+        return op
+    scale = max(total + elements, 0.0) / total
+    return {**op, **{k: op[k] * scale for k in ("flops", "bytes_read", "bytes_written")}}
+
+
 def build_profile(static: dict[str, Any], dyn: dict[str, float], *, batch_size: int,
                   seq_len: int | None) -> TracedProfile:
+    sparse_bytes, sparse_elements = sparse_gradients(static, _lookups(dyn))
+    if sparse_elements:
+        static = {**static, "optimizer_op": _sparse_optimizer_op(static, sparse_elements)}
     ops, flops_by_phase = _ops(static, dyn)
     train = static["mode"] == "train"
     weights = static["weights_bytes"]
     grads = static["grads_bytes"]
     opt = static["optimizer_bytes"]
+    if train and sparse_bytes:
+        grads += int(sparse_bytes)
+        if static.get("optimizer") == "sgd_momentum":   # the buffer is as sparse as the gradient
+            opt += int(sparse_bytes)
     inputs = int(dyn.get("inputs_bytes", 0))
     activations = int(dyn.get("activations_bytes", 0))
     peak_fwd_bwd = int(dyn.get("peak_bytes", 0)) + nf4_dequant_bytes(

@@ -267,9 +267,22 @@ def embedding_bytes(args, out_bytes: int) -> tuple[int, int]:
     return indices.numel() * indices.element_size() + out_bytes, out_bytes
 
 
+def embedding_bag_bytes(args, out_bytes: int) -> tuple[int, int]:
+    """A bag lookup reads its indices, offsets and per-sample weights and the rows it gathers
+    (one per index), not the whole table; it writes its outputs (the bags and the index
+    bookkeeping ``offset2bag``, ``bag_size``, ``max_indices``)."""
+    weight, indices = args[0], args[1]
+    small = [t for t in args[1:] if isinstance(t, torch.Tensor)]
+    row_bytes = (weight.shape[-1] if weight.dim() else 1) * weight.element_size()
+    return (sum(t.numel() * t.element_size() for t in small) + indices.numel() * row_bytes,
+            out_bytes)
+
+
 def no_bytes(args, out_bytes: int) -> tuple[int, int]:
     """An allocation without a kernel (:data:`ALLOC_PACKETS`) reads and writes nothing."""
     return 0, 0
 
 
-BYTES_RULES = {aten.embedding: embedding_bytes, **{p: no_bytes for p in ALLOC_PACKETS}}
+BYTES_RULES = {aten.embedding: embedding_bytes, aten._embedding_bag: embedding_bag_bytes,
+               aten._embedding_bag_forward_only: embedding_bag_bytes,
+               **{p: no_bytes for p in ALLOC_PACKETS}}

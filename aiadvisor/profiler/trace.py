@@ -52,6 +52,9 @@ class TraceResult:
     notes: tuple[str, ...] = ()
     views: dict = dataclasses.field(default_factory=dict)
     """View ops per (module, phase) (``Recorder.views``)."""
+    sparse_grads_bytes: int = 0
+    """Of ``grads_bytes``, the sparse gradients' (0 on fake tensors, whose row count is not
+    known)."""
     lookups: dict = dataclasses.field(default_factory=dict)
     """Rows the forward's embedding lookups gather, per module (``Recorder.lookups``)."""
     module_calls: dict = dataclasses.field(default_factory=dict)
@@ -215,11 +218,15 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
                 recorder.phase = "backward"
                 grads = torch.autograd.grad(loss, trainable, allow_unused=True)
             grads_bytes = _unique_bytes(g for g in grads if g is not None)
+            # Sparse gradients (embeddings with sparse=True): on fake tensors their row count is
+            # unknown (0); the profile sizes them from the lookups instead.
+            sparse_grads_bytes = _unique_bytes(
+                g for g in grads if g is not None and g.layout != torch.strided)
         else:
             # Inference keeps nothing for backward: what counts is the largest live set.
             activations_bytes = (max([recorder.memory.peak, *pre_block_peak]) - weights_bytes
                                  - inputs_bytes)
-            grads_bytes = 0
+            grads_bytes = sparse_grads_bytes = 0
         live_after = recorder.memory.total
         block_peak = recorder.memory.peak if pre_block_peak else 0
         peak = max([recorder.memory.peak, *pre_block_peak])
@@ -234,7 +241,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
     return TraceResult(
         aggs=recorder.aggs, weights_bytes=weights_bytes, inputs_bytes=inputs_bytes,
         activations_bytes=int(activations_bytes), activations_by_module=by_module,
-        grads_bytes=grads_bytes, peak_bytes=peak, live_after_step_bytes=live_after,
+        grads_bytes=grads_bytes, sparse_grads_bytes=sparse_grads_bytes, peak_bytes=peak,
+        live_after_step_bytes=live_after,
         max_param_bytes=max_param, block_activation_bytes=block_act,
         block_output_bytes=block_out[0] if block_out else 0,
         block_peak_bytes=block_peak,
