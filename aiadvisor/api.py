@@ -461,8 +461,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
     example_inputs : Tensor, tuple or dict
         One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
     mode : {"train", "infer", "generate"}, optional
-        The step to profile (None: ``"train"`` for a live model, the profile's own for a
-        profile). ``"generate"`` captures a causal LM for serving
+        The step to profile (None: ``"train"`` for a live model, ``"infer"`` for one with
+        no trainable parameter (a note says so), the profile's own for a profile). ``"generate"`` captures a causal LM for serving
         (:func:`aiadvisor.profile_generation`): the tabs show its prompt forward (an inference
         profile), and ``report.generation`` / ``report.serving`` answer how it generates on
         the target (see :meth:`Report.serving_defaults`).
@@ -559,9 +559,14 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         check_profile_options(base, mode=mode, optimizer=optimizer, measure=measure)
     else:
         assumed = optimizer or _default_optimizer(model)
-        base = profile_for_advice(model, example_inputs, mode=mode or "train",
+        step_mode = mode or _default_mode(model)
+        base = profile_for_advice(model, example_inputs, mode=step_mode,
                                   precision=precision, optimizer=assumed,
                                   measure=_check_measure(measure), model_name=model_name)
+        if mode is None and step_mode == "infer":
+            base = dataclasses.replace(base, notes=(*base.notes, (
+                "mode 'infer' assumed: the model has no trainable parameter (frozen, or "
+                "quantized layers); pass mode='train' after unfreezing to advise on training")))
         if optimizer is None and assumed != "adamw" and base.mode == "train":
             base = dataclasses.replace(base, notes=(*base.notes, (
                 f"optimizer {assumed!r} assumed: the model's sparse embeddings "
@@ -587,6 +592,18 @@ def _sparse_names(model: Any) -> list[str]:
     from .profiler import sparse_embedding_tables
 
     return sparse_embedding_tables(model) if isinstance(model, torch.nn.Module) else []
+
+
+def _default_mode(model: Any) -> str:
+    """The step advised on when none is given: training, or inference for a model with no
+    trainable parameter (all frozen, or quantized)."""
+    import torch
+
+    from .profiler import has_trainable_parameters
+
+    if isinstance(model, torch.nn.Module) and not has_trainable_parameters(model):
+        return "infer"
+    return "train"
 
 
 def _default_optimizer(model: Any) -> str:

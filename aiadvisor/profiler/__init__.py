@@ -110,6 +110,7 @@ def profile(model: Any, example_inputs: Any, *, mode: str = "train", optimizer: 
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("precision", precision, PRECISIONS)
     if mode == "train":
+        _check_trainable(model)
         _check_sparse_gradients(model, optimizer)
     from . import inputs as inputs_mod
     from .blocks import find_repeated_blocks
@@ -257,10 +258,14 @@ def _first_trace(model, spec, *, mode, precision, plan):
             "of one and scales it."
         ) from last_exc
     if _looks_like_input_error(last_exc):
+        hint = ""
+        if len(spec.args) > 1 and not spec.kwargs and "positional argument" in str(last_exc):
+            hint = (" A tuple or list of example inputs is passed as separate positional "
+                    "arguments, model(*x); to pass one list or tuple argument, wrap it: (x,).")
         raise ModelInputError(
             f"the model rejected the example inputs {spec.shapes()}: {type(last_exc).__name__}: "
             f"{_first_line(last_exc)}. Expected inputs the model accepts in a normal call "
-            "model(*args, **kwargs)."
+            "model(*args, **kwargs)." + hint
         ) from last_exc
     raise ProfilingError(
         "no profiling path could run the model on inputs " + spec.shapes() + ": "
@@ -462,6 +467,22 @@ def sparse_embedding_tables(model) -> list[str]:
     return [name for name, m in model.named_modules()
             if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse
             and m.weight.requires_grad]
+
+
+def has_trainable_parameters(model) -> bool:
+    """Whether any floating parameter of ``model`` requires a gradient."""
+    return any(p.requires_grad and p.is_floating_point() for p in model.parameters())
+
+
+def _check_trainable(model) -> None:
+    """A training step needs a parameter to train."""
+    if not has_trainable_parameters(model):
+        total = sum(p.numel() for p in model.parameters())
+        raise InvalidArgumentError(
+            f"mode='train' is not valid for {type(model).__name__}: it has no trainable "
+            f"parameter ({total:,} parameters, none with requires_grad=True; quantized layers "
+            "such as torch.ao's keep their weights outside the parameters). Expected "
+            "mode='infer', or parameters with requires_grad=True to train.")
 
 
 def _check_sparse_gradients(model, optimizer: str) -> None:

@@ -503,6 +503,11 @@ class Recorder(TorchDispatchMode):
             key = (module, self.phase)
             self.views[key] = self.views.get(key, 0) + 1
             return
+        if str(packet).startswith("quantized.") or packet is aten.quantized_lstm:
+            self.notes.add(
+                f"{packet} (torch.ao quantization, deprecated in PyTorch) is not counted: its "
+                "FLOPs and packed weights are missing from this profile; profile the float "
+                "model with precision='int8' (or 'int8wo', 'int4') for the quantized formats")
         if packet in LOOKUP_PACKETS and self.phase == "forward":
             self.lookups[module] = self.lookups.get(module, 0) + args[1].numel()
         flat_in, _ = tree_flatten((args, kwargs))
