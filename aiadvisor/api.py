@@ -462,7 +462,8 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         One batch, as the model is called: ``model(x)``, ``model(*x)`` or ``model(**x)``.
     mode : {"train", "infer", "generate"}, optional
         The step to profile (None: ``"train"`` for a live model, ``"infer"`` for one with
-        no trainable parameter (a note says so), the profile's own for a profile). ``"generate"`` captures a causal LM for serving
+        no trainable parameter (a note says so), the profile's own for a profile).
+        ``"generate"`` captures a causal LM for serving
         (:func:`aiadvisor.profile_generation`): the tabs show its prompt forward (an inference
         profile), and ``report.generation`` / ``report.serving`` answer how it generates on
         the target (see :meth:`Report.serving_defaults`).

@@ -472,6 +472,11 @@ def test_untouched_embedding_rows_slow_the_adam_step_on_a_calibrated_cpu(monkeyp
     assert slow.step_time_s - plain.step_time_s == pytest.approx(2.1e-3, rel=1e-6)
     assert any("still zero" in n for n in slow.notes)
     assert not any("still zero" in n for n in plain.notes)
+    # A BF16 model's state is BF16, whose zeros are not slow: nothing added.
+    bf16 = dataclasses.replace(zero, param_dtype="bfloat16")
+    assert predict(bf16, hardware=_local_cpu(), precision="fp32").step_time_s == pytest.approx(
+        predict(dataclasses.replace(base, param_dtype="bfloat16"), hardware=_local_cpu(),
+                precision="fp32").step_time_s)
 
 
 def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
