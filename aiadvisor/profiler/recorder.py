@@ -68,7 +68,7 @@ _SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_bsr, torch.s
                    torch.sparse_bsc)
 
 
-def _parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def tensor_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The strided tensors that hold ``t``: itself, or a sparse tensor's indices and values
     (e.g. the gradient of ``nn.Embedding(sparse=True)``)."""
     if t.layout == torch.sparse_coo:
@@ -82,7 +82,7 @@ def _parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 def _nbytes(t: torch.Tensor) -> int:
     """Bytes of ``t``'s elements (a sparse tensor's stored indices and values)."""
-    return sum(p.numel() * p.element_size() for p in _parts(t))
+    return sum(p.numel() * p.element_size() for p in tensor_parts(t))
 
 
 def _storage_nbytes(t: torch.Tensor) -> int:
@@ -399,7 +399,7 @@ class Recorder(TorchDispatchMode):
               nbytes: int | None = None) -> None:
         """Start following the storage of ``t`` (no-op if already followed); a sparse
         tensor's, those of its indices and values."""
-        parts = _parts(t)
+        parts = tensor_parts(t)
         if parts[0] is not t:
             for part in parts:
                 self.track(part, category, module)

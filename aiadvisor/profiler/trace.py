@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_flatten
 from . import inputs as inputs_mod
 from .blocks import BlockPlan, is_block_module, truncated_copy
 from .pylines import LineCounter
-from .recorder import Agg, ModuleStack, Recorder
+from .recorder import Agg, ModuleStack, Recorder, tensor_parts
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16,
                    "mxfp8": torch.bfloat16, "fp4": torch.bfloat16, "int8": torch.bfloat16,
@@ -278,11 +278,9 @@ def _fwd_by_module(recorder: Recorder) -> dict[str, int]:
 
 
 def _unique_bytes(tensors) -> int:
-    from .recorder import _parts
-
     seen: set[int] = set()
     total = 0
-    for part in (p for t in tensors for p in _parts(t)):
+    for part in (p for t in tensors for p in tensor_parts(t)):
         st = part.untyped_storage()
         if id(st) not in seen:
             seen.add(id(st))
