@@ -450,23 +450,25 @@ _WEIGHT_NOTE = {
 }
 
 
+def _embedding_modules(model):
+    """``(name, module)`` of every ``nn.Embedding`` / ``nn.EmbeddingBag`` in ``model``."""
+    from torch import nn
+
+    return [(name, m) for name, m in model.named_modules()
+            if isinstance(m, (nn.Embedding, nn.EmbeddingBag))]
+
+
 def _embedding_tables(model) -> set[int]:
     """``id`` of every embedding table's weight (``nn.Embedding``, ``nn.EmbeddingBag``; an LM
     head tied to the input embedding is the same tensor)."""
-    from torch import nn
-
-    return {id(m.weight) for m in model.modules()
-            if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
+    return {id(m.weight) for _, m in _embedding_modules(model)}
 
 
 def sparse_embedding_tables(model) -> list[str]:
     """Names of the trainable ``nn.Embedding``/``EmbeddingBag`` modules with ``sparse=True``
     (their gradient is a sparse tensor of the looked-up rows)."""
-    from torch import nn
-
-    return [name for name, m in model.named_modules()
-            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse
-            and m.weight.requires_grad]
+    return [name for name, m in _embedding_modules(model)
+            if m.sparse and m.weight.requires_grad]
 
 
 def has_trainable_parameters(model) -> bool:
@@ -502,15 +504,12 @@ def _dense_grad_tables(model) -> dict[str, tuple[int, int]]:
     with a zero row for every row a step does not look up: ``nn.Embedding``/``EmbeddingBag``
     without ``sparse=True``, not shared with another module (an LM head tied to it gives every
     row a gradient)."""
-    from torch import nn
-
     owners: dict[int, int] = {}
     for _, p in model.named_parameters(remove_duplicate=False):
         owners[id(p)] = owners.get(id(p), 0) + 1
     return {name: (int(m.num_embeddings), int(m.embedding_dim))
-            for name, m in model.named_modules()
-            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and not m.sparse
-            and m.weight.requires_grad and owners.get(id(m.weight)) == 1}
+            for name, m in _embedding_modules(model)
+            if not m.sparse and m.weight.requires_grad and owners.get(id(m.weight)) == 1}
 
 
 def _quantized(t, tables: set[int]) -> bool:

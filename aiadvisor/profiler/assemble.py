@@ -18,7 +18,7 @@ from ..schema import (
     OpRecord,
     SDPAGroup,
 )
-from .scaling import TracedProfile
+from .scaling import TracedProfile, is_position_table
 
 SEP = "|"
 #: Pseudo-module of the ops of one scaled_dot_product_attention call (profiler.recorder).
@@ -66,8 +66,6 @@ def untouched_table_elements(static: dict[str, Any], dyn: dict[str, float], *,
     uniformly from ``R`` rows, a row is missed with probability ``(1 - 1/R) ** n``. A learned
     position table (named like one: :func:`~aiadvisor.profiler.scaling.is_position_table`)
     reaches its first ``seq_len`` rows, whatever the batch."""
-    from .scaling import is_position_table
-
     total = 0.0
     for module, (rows, dim) in static.get("embedding_tables", {}).items():
         lookups = dyn.get(SEP.join(("lookups", module)), 0.0)
