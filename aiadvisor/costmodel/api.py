@@ -244,9 +244,10 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         level = "low"
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
                      "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
-                     "confidence). hardware='local' (CLI: --hardware local) times its matmuls, "
-                     "bandwidth and ops (once: cached on disk for later sessions) and predicts "
-                     "from them.")
+                     "confidence; on the development CPU such estimates were 20 % off on "
+                     "average and up to 47 %, so the likely range is wide). hardware='local' "
+                     "(CLI: --hardware local) times its matmuls, bandwidth and ops (once: cached "
+                     "on disk for later sessions) and predicts from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "
@@ -509,7 +510,7 @@ def _to_prediction(prof, spec, precision, parallel, parts: StepParts, confidence
     low_s, high_s = stack_band(step_s, float(min(total[0], step_s)),
                                float(max(total[2], step_s)),
                                spans_nodes=parallel.num_devices > network.node_size,
-                               learned=_learned(spec))
+                               learned=_learned(spec), estimated_cpu=_estimated_cpu(spec))
     return Prediction(
         hardware=spec.name, precision=precision, num_devices=parallel.num_devices,
         step_time_s=step_s, throughput=prof.batch_size / step_s,
@@ -530,6 +531,12 @@ def _learned(spec: HardwareSpec) -> bool:
     """Whether ``spec``'s steps are priced by the learned model alone: an accelerator that was
     not benchmarked here (its band takes :data:`~.predict.STEP_SPREAD`)."""
     return spec.kind != "cpu" and not spec.measured
+
+
+def _estimated_cpu(spec: HardwareSpec) -> bool:
+    """Whether ``spec`` is a CPU priced without a benchmark of its own (estimated or datasheet
+    peaks, GPU-learned curves): its band takes :data:`~.predict.ESTIMATED_CPU_SPREAD`."""
+    return spec.kind == "cpu" and not spec.measured
 
 
 def _stack_note(prof: ModelProfile, parallel: ParallelConfig) -> str | None:
@@ -784,7 +791,8 @@ def _table_for_precision(prof, specs, cols, precision, parallel, model, networks
     spans = np.array([parallel.num_devices > net.node_size for net in networks])
     low, high = np.minimum(total[0], step), np.maximum(total[2], step)
     low, high = stack_band(step, low, high, spans_nodes=spans,
-                           learned=np.array([_learned(s) for s in specs]))
+                           learned=np.array([_learned(s) for s in specs]),
+                           estimated_cpu=np.array([_estimated_cpu(s) for s in specs]))
     return {
         "hardware": np.array([s.name for s in specs], dtype=object),
         "vendor": np.array([s.vendor for s in specs], dtype=object),

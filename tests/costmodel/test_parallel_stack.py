@@ -14,7 +14,7 @@ from aiadvisor.costmodel.model import load_model
 from aiadvisor.errors import InvalidArgumentError
 from aiadvisor.schema import ParallelConfig
 
-from .conftest import make_profile, op
+from .conftest import make_profile, make_spec, op
 
 BW = 3000e9       # the test GPU's memory bandwidth (conftest.make_spec)
 LAUNCH = 4e-6     # and its launch overhead
@@ -209,6 +209,47 @@ def test_multinode_band_widens_in_quadrature(monkeypatch, spec, exact_model):
             down, up = math.hypot(down, 0.1), math.hypot(up, 0.1)
         assert pred.low_s == pytest.approx(step * math.exp(-down), rel=1e-9)
         assert pred.high_s == pytest.approx(step * math.exp(up), rel=1e-9)
+
+
+def test_cpu_without_a_benchmark_widens_its_band(monkeypatch, exact_model):
+    import importlib
+    import math
+
+    from aiadvisor.costmodel.api import predict_table
+
+    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+    # ESTIMATED_CPU_SPREAD (0.26) in quadrature: hypot(ln(1 / 0.9), 0.26) = 0.28054 and
+    # hypot(ln 1.2, 0.26) = 0.31755; with STEP_SPREAD (0.14) too, 0.31353 and 0.34705.
+    assert predict_module.ESTIMATED_CPU_SPREAD == 0.26
+    low, high = predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=False, estimated_cpu=True)
+    assert (low, high) == (pytest.approx(0.75538, abs=1e-5), pytest.approx(1.37376, abs=1e-5))
+    low, high = predict_module.stack_band(1.0, 0.9, 1.2, spans_nodes=False, learned=True,
+                                          estimated_cpu=True)
+    assert (low, high) == (pytest.approx(0.73086, abs=1e-5), pytest.approx(1.41488, abs=1e-5))
+    # Through predict and predict_table: a CPU priced from its estimated peaks takes it, the
+    # same CPU benchmarked (measured=True) and a GPU do not.
+    cpu = make_spec(name="Test CPU", vendor="AMD", kind="cpu", fp32_tflops=2.0,
+                    bf16_tflops=4.0, tf32_tflops=None, fp16_tflops=None, fp8_tflops=None,
+                    memory_bw_gbs=100.0, interconnect_bw_gbs=None)
+    gpu = make_spec()
+    prof = _grad_profile()
+    bands = {}
+    for spread in (0.0, 0.26):
+        monkeypatch.setattr(predict_module, "ESTIMATED_CPU_SPREAD", spread)
+        for name, hw in (("cpu", cpu), ("measured", dataclasses.replace(cpu, measured=True)),
+                         ("gpu", gpu)):
+            pred = predict(prof, hardware=hw, precision="fp32", model=exact_model)
+            bands[name, spread] = (pred.step_time_s, pred.low_s, pred.high_s)
+        table = predict_table(prof, specs=[cpu, gpu], precisions=["fp32"], model=exact_model)
+        bands["table", spread] = tuple(table[["step_time_s", "low_s", "high_s"]].iloc[0])
+    step, low0, high0 = bands["cpu", 0.0]
+    _, low, high = bands["cpu", 0.26]
+    assert bands["cpu", 0.26][0] == step
+    assert math.log(step / low) == pytest.approx(math.hypot(math.log(step / low0), 0.26))
+    assert math.log(high / step) == pytest.approx(math.hypot(math.log(high0 / step), 0.26))
+    assert bands["table", 0.26] == pytest.approx(bands["cpu", 0.26], rel=1e-9)
+    assert bands["measured", 0.26] == bands["measured", 0.0]
+    assert bands["gpu", 0.26] == bands["gpu", 0.0]
 
 
 def test_full_recompute_repeats_the_tensor_parallel_all_reduces(spec, exact_model):
