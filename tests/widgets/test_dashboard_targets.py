@@ -183,3 +183,55 @@ def test_a_simulated_apple_gpu(monkeypatch):
     spec = report.hardware_spec
     assert spec.vendor == "Apple" and "via mps" in spec.notes
     _exercise(report, monkeypatch)
+
+
+def _shown(widget) -> bool:
+    return widget.layout.display != "none"
+
+
+@pytest.mark.usefixtures("no_accelerator", "small_benchmark")
+def test_calibrate_button_measures_the_attached_cpu_and_recomputes(monkeypatch):
+    model, x = _model_and_batch()
+    report = aa.advise(model, x)
+    estimated = report.prediction
+    assert not report.hardware_spec.measured
+    dash = Dashboard(report, cell_id="cell-1")
+    assert _shown(dash.calibrate_row)  # the attached CPU, on estimated peaks
+    statuses: list[str] = []
+    dash.calibrate_status.observe(lambda change: statuses.append(change["new"]), names="value")
+    dash.calibrate.click()
+    assert dash.errors.outputs == (), dash.errors.outputs
+    spec = dash.report.hardware_spec
+    assert spec.measured and spec.kind == "cpu" and spec.name == report.hardware_spec.name
+    assert any(s.startswith("calibrating: ") for s in statuses), statuses
+    pred = dash.report.prediction
+    assert any(n.startswith("Calibrated with this device's own benchmark") for n in pred.notes)
+    assert not any(n.startswith("This CPU was not benchmarked") for n in pred.notes)
+    # The same step, priced on measured figures instead: the estimate's widened band goes.
+    assert pred.step_time_s != estimated.step_time_s
+    assert not _shown(dash.calibrate_row) and not dash.calibrate.disabled
+    assert dash.hardware.value == spec.name
+    # Back from a catalog device, the target is the measured spec, not the estimate.
+    _select(dash.hardware, "NVIDIA H100 SXM")
+    assert not _shown(dash.calibrate_row)
+    _select(dash.hardware, spec.name)
+    assert dash.report.hardware_spec is spec and not _shown(dash.calibrate_row)
+
+
+@pytest.mark.usefixtures("no_accelerator")
+def test_calibrate_button_only_for_the_attached_device_and_says_a_failure(monkeypatch):
+    model, x = _model_and_batch()
+    catalog = Dashboard(aa.advise(model, x, hardware="NVIDIA H100 SXM"))
+    assert not _shown(catalog.calibrate_row)
+    report = aa.advise(model, x)
+    dash = Dashboard(report)
+    assert _shown(dash.calibrate_row)
+    # A benchmark that fails: detect returns the unmeasured spec, naming why.
+    failed = detection.detect()
+    monkeypatch.setattr(detection, "detect", lambda benchmark=False, **kw: failed)
+    monkeypatch.setattr(detection, "benchmark_failure_for",
+                        lambda spec: "RuntimeError: no timer" if spec is failed else None)
+    dash.calibrate.click()
+    assert "the calibration failed (RuntimeError: no timer)" in dash.calibrate_status.value
+    assert dash.report is report and _shown(dash.calibrate_row)
+    assert not dash.calibrate.disabled and dash.errors.outputs == ()
