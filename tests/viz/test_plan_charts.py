@@ -52,6 +52,21 @@ def test_pareto_chart_draws_the_front_in_cost_order_and_says_what_is_missing():
     assert "1 device(s) without a price" in spec["title"]["subtitle"][1]
 
 
+def test_pareto_chart_labels_only_front_points_that_do_not_overprint():
+    # B2 is 1 % dearer and 1 % faster than B: on the front, but its label would print over
+    # B's (log axes span 1-5 $ and 100-900 samples/s: 1 % is under a percent of either).
+    # Its point and tooltip stay; D, far from both, keeps its label.
+    ranking = pd.concat([RANKING, pd.DataFrame({
+        "name": ["B2"], "vendor": ["v1"], "usd_per_million_samples": [2.02],
+        "throughput": [303.0], "fits": [True]})], ignore_index=True)
+    spec = pareto_chart(ranking, cost="usd_per_million_samples", speed="throughput",
+                        cost_title="$ per 1M samples", speed_title="samples/s").to_dict()
+    line, points, labels = spec["layer"]
+    assert [r["name"] for r in _values(spec, line)] == ["A", "B", "B2", "D"]
+    assert "B2" in {r["name"] for r in _values(spec, points)}
+    assert [r["name"] for r in _values(spec, labels)] == ["A", "B", "D"]
+
+
 def test_pareto_chart_draws_the_tables_front_not_its_own():
     # The ranking's front over A, B, C is A and B (C is slower and dearer than B). Shown without
     # B (e.g. "fits only"), C beats nothing it is shown with but is still not on the table's
