@@ -3,7 +3,7 @@
 A change of batch size, sequence length, device count, precision or target device calls
 ``Report.with_options`` (no re-trace) and redraws the *visible* tab; the others redraw when they
 are opened. Errors in these callbacks are shown in the dashboard's ``Output`` instead of being
-lost, as ipywidgets would otherwise do. While the target is the attached device and it has not
+lost, as ipywidgets would otherwise do. While the target is the attached CPU and it has not
 been benchmarked (a CPU-only notebook with default arguments), a "Calibrate" button times it
 (``aa.hardware.detect(benchmark=True)``: 15-40 s on a CPU, cached on disk for later sessions)
 and recomputes the report on the measured figures.
@@ -176,8 +176,11 @@ class Dashboard(W.VBox):
         self.calibrate_row.add_class("aiadvisor-calibrate")
 
     def _can_calibrate(self) -> bool:
+        """The target is the attached CPU on estimated peaks (an attached GPU's catalog row has
+        datasheet figures; ``--hardware local`` still benchmarks it)."""
         spec = self._report.hardware_spec
-        return not spec.measured and self._attached is not None and spec.name == self._attached
+        return (spec.kind == "cpu" and not spec.measured and self._attached is not None
+                and spec.name == self._attached)
 
     def _controls(self) -> dict[str, W.Widget]:
         return {"batch_size": self.batch, "seq_len": self.seq, "num_devices": self.devices,

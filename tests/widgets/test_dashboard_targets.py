@@ -235,3 +235,13 @@ def test_calibrate_button_only_for_the_attached_device_and_says_a_failure(monkey
     assert "the calibration failed (RuntimeError: no timer)" in dash.calibrate_status.value
     assert dash.report is report and _shown(dash.calibrate_row)
     assert not dash.calibrate.disabled and dash.errors.outputs == ()
+
+
+def test_no_calibrate_button_for_an_attached_gpu(monkeypatch):
+    # The attached GPU's catalog row has datasheet figures, not estimated ones.
+    _fake_cuda(monkeypatch, "NVIDIA H100 80GB HBM3", 85_520_809_984, 132)
+    model, x = _model_and_batch()
+    report = aa.advise(model, x)
+    assert report.hardware_spec.kind == "gpu"
+    assert report.hardware_spec.name == detection.detect().name
+    assert not _shown(Dashboard(report).calibrate_row)
