@@ -51,7 +51,7 @@ from .precision import (
     gemm_peak_tflops,
     uses_matrix_engine,
 )
-from .predict import StepParts, stack_band, step_parts
+from .predict import CPU_IN_STEP_FACTOR, StepParts, stack_band, step_parts
 
 #: MFU band of large dense transformers trained on datacenter GPUs (cost_model.md section 3.3:
 #: 36-54 % reported for Megatron, PaLM, Llama 3; the band leaves room on both sides).
@@ -233,7 +233,10 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         level = "medium"
         notes.append("Calibrated with this device's own benchmark: matmul throughput per size, "
                      "memory bandwidth and per-op overhead, and where timed, each op's and "
-                     "optimizer step's measured time per size and dtype.")
+                     "optimizer step's measured time per size and dtype."
+                     + (f" On a CPU the op times are raised x{CPU_IN_STEP_FACTOR:.2f}: ops inside "
+                        "a step ran slower than alone on the development CPU (a factor fitted "
+                        "there, not measured here)." if spec.kind == "cpu" else ""))
         if spec.kind == "cpu" and precision in CPU_LOW_CONFIDENCE_PRECISIONS:
             level = "low"
             notes.append(f"{precision} steps on a CPU: kernels vary more with shape than in "

@@ -27,6 +27,16 @@ from aiadvisor.hardware.bench import (
 from .conftest import make_profile, make_spec, op
 
 
+@pytest.fixture(autouse=True)
+def _ops_as_timed(monkeypatch):
+    """Each test here prices one rule of the calibration by hand: the step-level in-step factor
+    (``predict.CPU_IN_STEP_FACTOR``) is left at 1 (it is tested in test_predict.py)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("aiadvisor.costmodel.predict"),
+                        "CPU_IN_STEP_FACTOR", 1.0)
+
+
 def _curve(points, floor_s=5e-6):
     return SizeCurve(np.log([w for w, _ in points]), np.log([s for _, s in points]), floor_s)
 

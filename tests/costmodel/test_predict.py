@@ -6,6 +6,7 @@ a roofline worked out in the comments; a few use the shipped model for bounds an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -369,8 +370,14 @@ def test_predict_table_over_catalog_has_every_supported_pair():
 
 def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
     # A benchmarked CPU: best matmul 0.1 TFLOP/s (at n=1024), 0.02 at n=128; 10 GB/s; 5 us/op.
+    # The op times as timed (the in-step factor, 1.04, is tested below).
+    import importlib
+
     from aiadvisor.costmodel import api
     from aiadvisor.costmodel.local import LocalCalibration
+
+    monkeypatch.setattr(importlib.import_module("aiadvisor.costmodel.predict"),
+                        "CPU_IN_STEP_FACTOR", 1.0)
 
     cal = LocalCalibration(matmul=[(128, 0.02), (1024, 0.1)])
     monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
@@ -392,6 +399,38 @@ def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
     # Memory-bound ops run at the measured bandwidth: 3 GB / 10 GB/s = 0.3 s + 5 us.
     pred = predict(add_profile(), hardware=cpu, precision="fp32")
     assert pred.step_time_s == pytest.approx(0.3 + 5e-6, rel=1e-9)
+
+
+def test_benchmarked_cpu_ops_take_the_in_step_factor(monkeypatch):
+    # The same benchmarked CPU: a 2.147 GFLOP matmul at 0.1 TFLOP/s (21.47 ms) + 5 us launch,
+    # and a 3 GB add at 10 GB/s (0.3 s) + 5 us: every op time x1.04 = 22.339 ms and 312.0 ms.
+    # The estimated CPU (measured=False) and a GPU are not touched.
+    import importlib
+
+    from aiadvisor.costmodel import api
+    from aiadvisor.costmodel.local import LocalCalibration
+
+    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+    assert predict_module.CPU_IN_STEP_FACTOR == 1.04
+    cal = LocalCalibration(matmul=[(128, 0.02), (1024, 0.1)])
+    monkeypatch.setattr(api, "_measured_curves",
+                        lambda spec, precision: cal if spec.measured else None)
+    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
+                    bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
+                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
+    big = make_profile([op("aten.mm", "gemm", "forward", flops=2 * 1024**3,
+                           bytes_read=8 * 1024**2, bytes_written=4 * 1024**2)])
+    pred = predict(big, hardware=cpu, precision="fp32")
+    assert pred.step_time_s == pytest.approx(0.022339030, rel=1e-6)
+    assert any("raised x1.04" in n for n in pred.notes)
+    assert predict(add_profile(), hardware=cpu, precision="fp32").step_time_s == \
+        pytest.approx((0.3 + 5e-6) * 1.04, rel=1e-9)
+    for other in (dataclasses.replace(cpu, measured=False), make_spec()):
+        bare = {}
+        for factor in (1.0, 1.04):
+            monkeypatch.setattr(predict_module, "CPU_IN_STEP_FACTOR", factor)
+            bare[factor] = predict(big, hardware=other, precision="fp32").step_time_s
+        assert bare[1.0] == bare[1.04]
 
 
 def test_published_matmul_fraction_slows_gemms_on_mi300x(exact_model):
