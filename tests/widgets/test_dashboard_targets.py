@@ -6,6 +6,7 @@ dashboard must never look its target up again by name (it did, and failed on eve
 from __future__ import annotations
 
 import functools
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -207,8 +208,12 @@ def test_calibrate_button_measures_the_attached_cpu_and_recomputes(monkeypatch):
     pred = dash.report.prediction
     assert any(n.startswith("Calibrated with this device's own benchmark") for n in pred.notes)
     assert not any(n.startswith("This CPU was not benchmarked") for n in pred.notes)
-    # The same step, priced on measured figures instead: the estimate's widened band goes.
+    # The same step priced on measured figures: the estimate's band carried
+    # ESTIMATED_CPU_SPREAD (0.26 in quadrature, so ln(high / low) > 0.52); the calibrated one
+    # the measured spread (+-20 %: ln(1.2 / (1 / 1.2)) = 0.36 with this op-less benchmark).
     assert pred.step_time_s != estimated.step_time_s
+    assert math.log(estimated.high_s / estimated.low_s) > 0.52
+    assert math.log(pred.high_s / pred.low_s) < math.log(estimated.high_s / estimated.low_s)
     assert not _shown(dash.calibrate_row) and not dash.calibrate.disabled
     assert dash.hardware.value == spec.name
     # Back from a catalog device, the target is the measured spec, not the estimate.
