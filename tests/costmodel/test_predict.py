@@ -368,24 +368,33 @@ def test_predict_table_over_catalog_has_every_supported_pair():
     assert len(table) == expected and table.step_time_s.gt(0).all()
 
 
-def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
-    # A benchmarked CPU: best matmul 0.1 TFLOP/s (at n=1024), 0.02 at n=128; 10 GB/s; 5 us/op.
-    # The op times as timed (the in-step factor, 1.04, is tested below).
+def _benchmarked_cpu(monkeypatch, factor: float | None):
+    """A benchmarked CPU: best matmul 0.1 TFLOP/s (at n=1024), 0.02 at n=128; 10 GB/s; 5 us/op
+    (its calibration served to measured specs only), the in-step factor set to ``factor``
+    (None: the shipped one); and a 2.147 GFLOP matmul step. Returns (predict module, spec,
+    step)."""
     import importlib
 
     from aiadvisor.costmodel import api
     from aiadvisor.costmodel.local import LocalCalibration
 
-    monkeypatch.setattr(importlib.import_module("aiadvisor.costmodel.predict"),
-                        "CPU_IN_STEP_FACTOR", 1.0)
-
+    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+    if factor is not None:
+        monkeypatch.setattr(predict_module, "CPU_IN_STEP_FACTOR", factor)
     cal = LocalCalibration(matmul=[(128, 0.02), (1024, 0.1)])
-    monkeypatch.setattr(api, "_measured_curves", lambda spec, precision: cal)
+    monkeypatch.setattr(api, "_measured_curves",
+                        lambda spec, precision: cal if spec.measured else None)
     cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
                     bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
                     memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
     big = make_profile([op("aten.mm", "gemm", "forward", flops=2 * 1024**3,
                            bytes_read=8 * 1024**2, bytes_written=4 * 1024**2)])
+    return predict_module, cpu, big
+
+
+def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
+    # The op times as timed (the in-step factor, 1.04, is tested below).
+    _, cpu, big = _benchmarked_cpu(monkeypatch, 1.0)
     # 2.147e9 FLOPs at the full 0.1 TFLOP/s = 21.47 ms (> 12.6 MB / 10 GB/s = 1.26 ms), + 5 us.
     pred = predict(big, hardware=cpu, precision="fp32")
     assert pred.step_time_s == pytest.approx(2 * 1024**3 / 1e11 + 5e-6, rel=1e-9)
@@ -402,24 +411,11 @@ def test_benchmarked_device_uses_its_matmul_curve(monkeypatch):
 
 
 def test_benchmarked_cpu_ops_take_the_in_step_factor(monkeypatch):
-    # The same benchmarked CPU: a 2.147 GFLOP matmul at 0.1 TFLOP/s (21.47 ms) + 5 us launch,
-    # and a 3 GB add at 10 GB/s (0.3 s) + 5 us: every op time x1.04 = 22.339 ms and 312.0 ms.
-    # The estimated CPU (measured=False) and a GPU are not touched.
-    import importlib
-
-    from aiadvisor.costmodel import api
-    from aiadvisor.costmodel.local import LocalCalibration
-
-    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+    # The same CPU: the matmul step (21.47 ms + 5 us launch) and a 3 GB add at 10 GB/s (0.3 s)
+    # + 5 us: every op time x1.04 = 22.339 ms and 312.0 ms. The estimated CPU
+    # (measured=False) and a GPU are not touched.
+    predict_module, cpu, big = _benchmarked_cpu(monkeypatch, None)
     assert predict_module.CPU_IN_STEP_FACTOR == 1.04
-    cal = LocalCalibration(matmul=[(128, 0.02), (1024, 0.1)])
-    monkeypatch.setattr(api, "_measured_curves",
-                        lambda spec, precision: cal if spec.measured else None)
-    cpu = make_spec(name="Local CPU", vendor="AMD", kind="cpu", fp32_tflops=0.1,
-                    bf16_tflops=None, fp16_tflops=None, tf32_tflops=None, fp8_tflops=None,
-                    memory_bw_gbs=10, launch_overhead_us=5.0, measured=True)
-    big = make_profile([op("aten.mm", "gemm", "forward", flops=2 * 1024**3,
-                           bytes_read=8 * 1024**2, bytes_written=4 * 1024**2)])
     pred = predict(big, hardware=cpu, precision="fp32")
     assert pred.step_time_s == pytest.approx(0.022339030, rel=1e-6)
     assert any("raised x1.04" in n for n in pred.notes)
