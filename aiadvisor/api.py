@@ -431,10 +431,13 @@ def _json_safe(value: Any) -> Any:
 
 
 def _resolve_hardware(hardware: Any) -> HardwareSpec:
-    from .hardware import detect, resolve
+    """None: the attached device, on its own benchmark when this process ran one or the disk
+    cache holds one (never measured here), else on its detected figures."""
+    from .hardware import resolve
+    from .hardware.detection import detect_calibrated
 
     if hardware is None:
-        return detect()
+        return detect_calibrated()
     return resolve(hardware)
 
 
@@ -468,7 +471,9 @@ def advise(model: Any, example_inputs: Any = None, *, mode: str | None = None,
         profile), and ``report.generation`` / ``report.serving`` answer how it generates on
         the target (see :meth:`Report.serving_defaults`).
     hardware : str, HardwareSpec or None
-        A catalog name, a spec, ``"local"`` (benchmarked), or None for the attached device.
+        A catalog name, a spec, ``"local"`` (benchmarked), or None for the attached device (on
+        its own benchmark when this process ran one or the disk cache holds one, e.g. from
+        ``aiadvisor calibrate`` or the dashboard's Calibrate button; never measured here).
     num_devices : int, optional
         Devices to plan for (default 1).
     precision : str, optional

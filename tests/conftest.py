@@ -17,6 +17,17 @@ def measurement_store(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def benchmark_cache(tmp_path_factory, monkeypatch):
+    """An empty device-benchmark cache per test, never the user's ~/.cache: a report with no
+    hardware reads a cached benchmark of the attached device (detect_calibrated), so a
+    developer's `aiadvisor calibrate` must not change what the tests see; notebook kernels
+    started by a test inherit it."""
+    path = tmp_path_factory.mktemp("benchmarks")
+    monkeypatch.setenv("AIADVISOR_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
 def no_contention_retries(monkeypatch):
     """Device benchmarks in tests accept every timing: the contention guard would otherwise
     retry, and leave uncached, a test's tiny benchmark whenever the test machine is busy (tests

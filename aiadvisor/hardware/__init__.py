@@ -11,7 +11,7 @@ import torch when called, the table functions import pandas.
 from __future__ import annotations
 
 from .bench import BandwidthPoint, BenchmarkResult, MatmulPoint, benchmark, cache_directory
-from .detection import CpuInfo, DetectedDevice, cpu_info, detect, probe
+from .detection import CpuInfo, DetectedDevice, cpu_info, detect, detect_calibrated, probe
 from .fabrics import get_fabric, network_for
 from .lookup import find, get, resolve
 from .pricing import PriceQuote, PriceRule, hourly_cost
@@ -46,6 +46,7 @@ __all__ = [
     "catalog",
     "cpu_info",
     "detect",
+    "detect_calibrated",
     "filter_catalog",
     "find",
     "get",

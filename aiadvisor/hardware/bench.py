@@ -62,6 +62,7 @@ __all__ = [
     "OptimizerPoint",
     "benchmark",
     "cache_directory",
+    "cached_benchmark",
     "cached_measurement_for",
     "text_progress",
 ]
@@ -641,6 +642,24 @@ def benchmark(*, device: Any = None, sizes: Sequence[int] | None = None,
     busy = any(k.startswith("timing ") for k in result.skipped)
     stored = None if busy else _store(path, result)
     return dataclasses.replace(result, cache_path=stored)
+
+
+def cached_benchmark(*, device: Any = None, cache_dir: str | os.PathLike | None = None
+                     ) -> BenchmarkResult | None:
+    """The benchmark :func:`benchmark` with its default options would return from the disk
+    cache for the attached device (same device, backend and torch version), or None. Never
+    measures."""
+    import torch
+
+    from .detection import probe
+
+    device = device if device is not None else probe()
+    try:
+        config, _ = _resolve_config(device, None, None, None, 0.2, True, None)
+    except InvalidArgumentError:
+        return None
+    return _load_cached(_cache_file(cache_directory(cache_dir), device.name, device.backend,
+                                    torch.__version__), config)
 
 
 #: A matmul shorter than this is launch-bound: its time need not grow with n.

@@ -513,6 +513,31 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
         failed = dataclasses.replace(device.spec, notes=device.spec.notes + note)
         _FAILED[(failed.name, failed.notes)] = result
         return failed
+    return _measured_spec(device, result)
+
+
+def detect_calibrated(*, cache_dir: str | None = None) -> HardwareSpec:
+    """The attached device on its own benchmark when one exists, else :func:`detect`'s spec;
+    never measures. The benchmark is the one this process ran with the default options
+    (``detect(benchmark=True)``, ``hardware="local"``, the dashboard's Calibrate button) or the
+    one the disk cache holds for this device and torch version (``aiadvisor calibrate`` in an
+    earlier session). What a report with no ``hardware`` predicts on: calibrate once, and later
+    reports use it."""
+    device = probe()
+    from .bench import cache_directory, cached_benchmark
+
+    key = (device.backend, device.name, str(cache_directory(cache_dir)), repr([]))
+    result = _RUNS.get(key)
+    if result is None or isinstance(result, str):
+        try:
+            result = cached_benchmark(device=device, cache_dir=cache_dir)
+        except Exception:  # noqa: BLE001 - an unreadable cache is no calibration
+            result = None
+    return device.spec if result is None else _measured_spec(device, result)
+
+
+def _measured_spec(device: DetectedDevice, result: Any) -> HardwareSpec:
+    """``device``'s spec with the figures ``result`` measured (its estimate notes dropped)."""
     estimate = device.details.get("estimate_note") or ""
     if "bf16" not in result.precisions:  # a benchmark without bf16 keeps its estimate, said so
         estimate = estimate.replace(device.details.get("bf16_estimate_note") or "\0", "")

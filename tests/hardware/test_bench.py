@@ -429,3 +429,60 @@ def test_cold_input_grid_counts_work_as_the_profiler_does_and_cycles_its_inputs(
     # Only grid sizes no bigger than the hot grid's largest tensor are timed cold.
     assert cold_grid((2**10, 2**12)) == ()
     assert cold_grid((2**14, 2**17, 2**20, 2**23)) == COLD_ELEMENTS
+
+
+def _cache_as_calibrate_would(directory) -> bench.BenchmarkResult:
+    """A (tiny, real) benchmark of the attached device stored where ``aiadvisor calibrate``
+    (the default options) stores it."""
+    import dataclasses
+
+    device = detection.probe()
+    result = benchmark(cache_dir=directory, progress=False, **TINY)
+    config, _ = bench._resolve_config(device, None, None, None, 0.2, True, None)
+    result = dataclasses.replace(result, config=config)
+    bench._store(bench._cache_file(Path(directory), device.name, device.backend,
+                                   torch.__version__), result)
+    return result
+
+
+def test_detect_calibrated_reads_the_cache_and_never_measures(tmp_path, monkeypatch):
+    bare = detection.detect_calibrated(cache_dir=tmp_path)
+    assert bare == detect() and not bare.measured  # nothing cached: the detected figures
+    result = _cache_as_calibrate_would(tmp_path)
+    other = tmp_path / "other"
+    benchmark(cache_dir=other, progress=False, **TINY)  # a non-default configuration
+
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("detect_calibrated measured")
+
+    monkeypatch.setattr(bench, "_run", no_measuring)
+    spec = detection.detect_calibrated(cache_dir=tmp_path)
+    assert spec.measured and spec.name == bare.name
+    assert spec.fp32_tflops == result.peak_tflops("fp32")
+    assert spec.memory_bw_gbs == result.memory_bw_gbs
+    assert spec.notes.startswith("MEASURED")
+    # A cached benchmark of other options is not the calibration a report reads.
+    assert not detection.detect_calibrated(cache_dir=other).measured
+
+
+def test_a_report_with_no_hardware_uses_the_cached_calibration(benchmark_cache, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import aiadvisor as aa
+    from aiadvisor.widgets.dashboard import Dashboard
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 8))
+    x = torch.randn(16, 64)
+    estimated = aa.advise(model, x)
+    assert not estimated.hardware_spec.measured
+    assert Dashboard(estimated).calibrate_row.layout.display != "none"
+    _cache_as_calibrate_would(benchmark_cache)  # AIADVISOR_CACHE_DIR (tests/conftest.py)
+    report = aa.advise(model, x)
+    assert report.hardware_spec.measured
+    assert report.hardware_spec.name == estimated.hardware_spec.name
+    assert any(n.startswith("Calibrated with this device's own benchmark")
+               for n in report.prediction.notes)
+    assert Dashboard(report).calibrate_row.layout.display == "none"
