@@ -533,6 +533,8 @@ def detect_calibrated(*, cache_dir: str | None = None) -> HardwareSpec:
             result = cached_benchmark(device=device, cache_dir=cache_dir)
         except Exception:  # noqa: BLE001 - an unreadable cache is no calibration
             result = None
+        if result is not None:  # read once per process, as detect(benchmark=True) would
+            _RUNS[key] = result
     return device.spec if result is None else _measured_spec(device, result)
 
 
