@@ -35,6 +35,20 @@ FRESH_OUTPUT_BYTES = 32 * 2**20
 #: (not fitted: OPT, GPT-NeoX, Phi, Qwen2, Gemma) read 0.29-0.37.
 PYTHON_LINE_MODULE_CALLS = 0.30
 
+#: Timed (copy, clone) pairs of :func:`_fresh_output_us_per_mib`. The first reading of a
+#: process is what :func:`host_costs` keeps for all its predictions, and on a VM it was the
+#: least steady: five copies then five clones (the earlier protocol) read 1.5 ms per MiB, and
+#: 0.28-0.32 ms in four of six later tries, right after a measured training step in a process
+#: holding eleven models, where every later reading of the same process read 0.15-0.19 ms
+#: (2-core Xeon VM with AMX, 2026-12-06). Clones timed one by one there showed why: single
+#: clones of 0.6-1.5 ms per MiB among 0.15-0.2 ms ones (guest memory the hypervisor had taken
+#: back, faulted in again), and a first clone at 0.02-0.04 ms (pages the process still held).
+#: A step of a running loop reuses pages the step before freed. Pairs timed in turn, after an
+#: untimed one, and their median ride out both. With the reading at 1.5 ms an unbenchmarked CPU
+#: priced a small decoder's training step (``tiny-gpt``, 8 x 256) at 643 ms, at 0.18 ms 380 ms;
+#: measured 355 ms.
+FRESH_PAIRS = 9
+
 #: Weight sizes (MiB) of the GEMVs after which :func:`_refill` times a block's small ops.
 REFILL_MIB = (1, 2, 4, 8, 16, 32)
 
@@ -167,17 +181,26 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
                             "one-element ops, medians of 7-15 repetitions)")
 
 
-def _fresh_output_us_per_mib(mib: int = 128, repeats: int = 5) -> float:
+def _fresh_output_us_per_mib(mib: int = 128, pairs: int = FRESH_PAIRS) -> float:
     """Per MiB, ``clone()`` of a ``mib`` MiB tensor (a fresh output) less ``copy_`` into a
-    reused one: medians of ``repeats`` (about 0.2 s). Measured on the development CPU (2-core
-    Xeon VM, glibc 2.36): 0.18 ms per MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at 1-31 MiB."""
+    reused one: the median over ``pairs`` of the two timed in turn, after one untimed pair
+    (about 0.35 s). Measured on the development CPU (2-core Xeon VM, glibc 2.36): 0.18 ms per
+    MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at 1-31 MiB. See :data:`FRESH_PAIRS` for why
+    pairs and a median."""
     import torch
 
     n = mib * 2**20 // 4
     src, dst = torch.ones(n), torch.empty(n)
-    reused = _median_us(lambda: dst.copy_(src), 1, repeats)
-    fresh = _median_us(src.clone, 1, repeats)
-    return max(fresh - reused, 0.0) / mib
+    dst.copy_(src)
+    src.clone()
+    diffs = []
+    for _ in range(pairs):
+        start = time.perf_counter()
+        dst.copy_(src)
+        copied = time.perf_counter()
+        src.clone()
+        diffs.append((time.perf_counter() - copied) - (copied - start))
+    return max(statistics.median(diffs), 0.0) * 1e6 / mib
 
 
 def _refill(hidden: int = 256, repeats: int = 15) -> dict:

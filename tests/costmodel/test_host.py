@@ -467,3 +467,32 @@ def test_tensor_parallel_all_reduces_are_host_launches_in_eager_pytorch():
     # block (after attention and after the MLP), each an eager call from Python.
     assert two.host_s - one.host_s == pytest.approx(
         2 * prof.num_blocks * EAGER_KERNEL_US[1] * 1e-6, rel=1e-6)
+
+
+def test_fresh_output_cost_is_the_median_of_pairs_timed_in_turn(monkeypatch):
+    import sys
+    import types
+
+    from aiadvisor.hardware import host
+
+    # A fake clock and fake tensors: each copy_ takes 1 ms; the untimed first clone 0.02 ms
+    # (pages the process still holds), then clones of 1 ms + the fresh-page cost, with two
+    # spikes (guest pages faulted in again) among nine pairs. Per 1 MiB: diffs in ms are
+    # 0.15, 1.5, 0.16, 0.15, 0.9, 0.17, 0.15, 0.16, 0.15 -> median 0.16 ms = 160 us a MiB.
+    clock = [0.0]
+    clones = iter([0.02e-3] + [(1 + d) * 1e-3 for d in
+                               (0.15, 1.5, 0.16, 0.15, 0.9, 0.17, 0.15, 0.16, 0.15)])
+
+    class Fake:
+        def copy_(self, other):
+            clock[0] += 1e-3
+
+        def clone(self):
+            clock[0] += next(clones)
+
+    fake_torch = types.SimpleNamespace(ones=lambda n: Fake(), empty=lambda n: Fake())
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setattr(host, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    assert host._fresh_output_us_per_mib(mib=1) == pytest.approx(160.0)
+    with pytest.raises(StopIteration):   # every clone was used: one untimed, nine timed
+        next(clones)
