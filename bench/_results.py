@@ -101,6 +101,23 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+#: ``--tag`` help of the benches whose figures depend on the machine they run on.
+TAG_HELP = ("a run on another machine than the one the shipped constants were fitted on: the "
+            "summary goes to <name>_<TAG>.json and each regime names the processor, so its "
+            "README rows stand beside the development machine's")
+
+
+def tagged(name: str, regime: str, tag: str | None) -> tuple[str, str]:
+    """``(summary name, regime)`` of a bench run under ``--tag`` (see :data:`TAG_HELP`):
+    unchanged without a tag."""
+    if tag is None:
+        return name, regime
+    if not tag.replace("_", "").isalnum():
+        raise InvalidArgumentError(f"--tag {tag!r}: expected letters, digits and underscores, "
+                                   "e.g. 'xeon'.")
+    return f"{name}_{tag}", f"{regime}, on {_cpu_name()}"
+
+
 def machine() -> dict:
     """What the figures were measured on: processor, CPU count and load, OS, Python and torch
     versions."""

@@ -190,6 +190,8 @@ def build_held_out_models(batch_scale: int = 1):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from _results import TAG_HELP, isolate_measurements
+
     import aiadvisor as aa
     from aiadvisor.costmodel import predict
     from aiadvisor.costmodel.model import load_model
@@ -213,9 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=("dev", "held-out"), default="dev", dest="which",
                         help="dev: the six models the CPU model was developed on; held-out: "
                         "five it never saw")
+    parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args(argv)
-    from _results import isolate_measurements
-
     isolate_measurements()  # the model itself, without the user's measured correction
     exact = _flat_model(load_model())
     models = [(name, model.to(args.device), inputs.to(args.device))
@@ -279,21 +280,23 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(signed)}.")
     if args.device == "cpu" and args.precision == "fp32" and args.batch_scale == 1:
         write_local_summary(apes, signed, roof_apes, inside, rounds=args.rounds,
-                            held_out=args.which == "held-out")
+                            held_out=args.which == "held-out", tag=args.tag)
     return 0
 
 
 def write_local_summary(apes, signed, roof_apes, inside: int, *, rounds: int,
-                        held_out: bool = False) -> None:
+                        held_out: bool = False, tag: str | None = None) -> None:
     """MAPE, sign balance and interval coverage of the calibrated CPU predictions (README)."""
-    from _results import summary_row, write_summary
+    from _results import summary_row, tagged, write_summary
 
     regime = ("CPU training/inference steps on this CPU, held out (5 models x train/infer, FP32)"
               if held_out else
               "CPU training/inference steps on this CPU (6 models x train/infer, FP32)")
     anchor = "median of real steps measured on the same CPU"
     n = len(apes)
-    write_summary("costmodel_local_cpu_held_out" if held_out else "costmodel_local_cpu", [
+    name, regime = tagged("costmodel_local_cpu_held_out" if held_out else "costmodel_local_cpu",
+                          regime, tag)
+    write_summary(name, [
         summary_row(regime=regime, metric="MAPE of the step time", value=float(np.mean(apes)),
                     unit="%", n=n, anchor=anchor,
                     baseline="roofline on the measured peaks",
@@ -305,7 +308,7 @@ def write_local_summary(apes, signed, roof_apes, inside: int, *, rounds: int,
         summary_row(regime=regime, metric="measured inside predicted P10-P90", value=inside / n,
                     unit="%", n=n, anchor=anchor),
     ], command=f"python bench/costmodel_local_cpu.py --rounds {rounds}"
-       + (" --set held-out" if held_out else ""))
+       + (" --set held-out" if held_out else "") + (f" --tag {tag}" if tag else ""))
 
 
 def _flat_model(model):

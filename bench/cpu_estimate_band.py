@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from _results import TAG_HELP  # noqa: E402
+
 #: Share of configurations the picked spread must put inside their band (the P10-P90 goal).
 COVERAGE_GOAL = 0.8
 GRID = np.round(np.arange(0.0, 1.001, 0.01), 2)
@@ -74,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2,
                         help="measure every configuration this many times; the spread is "
                         "picked on all rounds' rows (a shared machine's steps move between runs)")
+    parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args(argv)
     import importlib
 
-    from _results import isolate_measurements, summary_row, write_summary
+    from _results import isolate_measurements, summary_row, tagged, write_summary
     from costmodel_local_cpu import build_held_out_models, build_models
 
     import aiadvisor as aa
@@ -135,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     regime = (f"CPU steps priced without a benchmark (default report), 11 models x train/infer"
               f" x {args.rounds} rounds")
     anchor = "median of real steps measured on the same CPU"
-    write_summary("cpu_estimate_band", [
+    name, regime = tagged("cpu_estimate_band", regime, args.tag)
+    write_summary(name, [
         summary_row(regime=regime, metric="MAPE of the step time", value=float(np.mean(apes)),
                     unit="%", n=n, anchor=anchor),
         summary_row(regime=regime, metric="measured inside predicted P10-P90",
@@ -144,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                     baseline_value=bare_in / n),
         summary_row(regime=regime, metric="inside P10-P90, spread picked leaving each "
                     "configuration out", value=loo / n, unit="%", n=n, anchor=anchor),
-    ], command=f"python bench/cpu_estimate_band.py --rounds {args.rounds}")
+    ], command=f"python bench/cpu_estimate_band.py --rounds {args.rounds}"
+       + (f" --tag {args.tag}" if args.tag else ""))
     return 0
 
 

@@ -129,3 +129,13 @@ def test_bad_rows_name_the_value(field, value, expected):
 def test_missing_markers_are_an_error():
     with pytest.raises(InvalidArgumentError, match="accuracy:begin"):
         table.replace_block("# no markers\n", "| a |")
+
+
+def test_a_tagged_run_keeps_its_own_file_and_names_the_processor(monkeypatch):
+    assert results.tagged("cpu_estimate_band", "CPU steps", None) == ("cpu_estimate_band",
+                                                                      "CPU steps")
+    monkeypatch.setattr(results, "_cpu_name", lambda: "Intel(R) Xeon(R) Processor")
+    assert results.tagged("cpu_estimate_band", "CPU steps", "xeon") == (
+        "cpu_estimate_band_xeon", "CPU steps, on Intel(R) Xeon(R) Processor")
+    with pytest.raises(InvalidArgumentError, match="--tag 'a b'"):
+        results.tagged("cpu_estimate_band", "CPU steps", "a b")
