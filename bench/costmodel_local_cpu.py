@@ -41,6 +41,14 @@ With it, tuned: MAPE 3.9 %, signed +1.6 %, 4 of 12 fast, 12/12 inside P10-P90; h
 check): MAPE 7.5 -> 6.5 %, signed -4.1 -> -0.9 %, predicted faster in 9 -> 7 of 10, inside
 P10-P90 9 -> 8 of 10 (DLRM-style training, whose measured step moved 15 % between rounds, -15 %;
 GRU inference +22 %).
+Second CPU (2026-12-07, ``--tag xeon``: its own README rows): a 2-core Intel Xeon VM with AMX,
+on which ``CPU_IN_STEP_FACTOR`` was not fitted. Tuned: MAPE 9.6 %, signed -9.6 %, predicted
+faster in 12 of 12, 11/12 inside P10-P90; held out: MAPE 10.0 %, signed -2.0 %, 8 of 10 fast,
+9/10 inside. A run an hour before on the same VM (untagged, 3 rounds) read 6.6 % / +1.6 % / 8 of
+12 and 11.4 % / -2.8 % / 7 of 10: the sign balance moves with the machine's moment. In bf16
+there (``--precision bf16``, autocast training on AMX, 2 rounds): MAPE 11.9 %, signed -3.5 %,
+9 of 12 fast, 9/12 inside; ViT training -36 % (its bf16 step 60.5 ms against 66.3 in FP32),
+LSTM training +28 %.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:

@@ -84,7 +84,9 @@ STEP_SPREAD = 0.14
 #: 2-core development CPU; the estimate was 19.5 % off on average, LSTM/GRU steps up to 47 %
 #: slow, a small CNN's inference 44 % fast). The value is the rule of :data:`STEP_SPREAD` on
 #: those timings: the smallest on a 0.01 grid that puts >= 80 % inside their band; picked
-#: leaving each configuration out, 35 of the 44 fell inside.
+#: leaving each configuration out, 35 of the 44 fell inside. Checked on a second CPU (2-core
+#: Intel Xeon VM with AMX, 2026-12-07, ``--tag xeon``): estimate 20.9 % off on average (a small
+#: CNN up to 58 % fast, a GRU up to 55 % slow), 36 of 44 timings inside with 0.26 (32 without).
 ESTIMATED_CPU_SPREAD = 0.26
 
 
