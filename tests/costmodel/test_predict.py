@@ -7,6 +7,7 @@ a roofline worked out in the comments; a few use the shipped model for bounds an
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 
 import numpy as np
@@ -597,3 +598,41 @@ def test_cpu_attention_kernels_run_at_the_vector_peak_in_bf16():
     assert peak[0, 1] == pytest.approx(devs.vector_peak_tflops[0, 0])
     assert peak[0, 1] < peak[0, 0] / 4
     assert peak[1, 1] == pytest.approx(devs.gemm_peak_tflops[1, 0])
+
+
+def test_unbenchmarked_cpu_prices_max_pool_and_batch_norm_at_their_measured_bandwidth_share(
+        monkeypatch):
+    from types import SimpleNamespace
+
+    import aiadvisor as aa
+    from aiadvisor.costmodel.devices import device_arrays
+    from aiadvisor.costmodel.predict import CPU_SLOW_OP_BANDWIDTH, op_times
+
+    predict_module = importlib.import_module("aiadvisor.costmodel.predict")
+    cpu = aa.hardware.get("Intel Xeon Platinum 8480+")    # a catalog CPU: no benchmark
+    gpu = aa.hardware.get("H100 SXM")
+    devs = device_arrays([cpu, gpu], "fp32", load_model())
+    names = ["aten.max_pool2d_with_indices", "aten.native_batch_norm", "aten.relu"]
+    nbytes = 8e6
+    work = SimpleNamespace(
+        name=np.array(names, dtype=object), op_class=np.array(["elementwise"] * 3, dtype=object),
+        norm=np.array([False, True, False]), flops_per_call=np.zeros(3),
+        bytes_per_call=np.full(3, nbytes), feature_divisor=np.ones(3), count=np.ones(3),
+        written_per_call=None, phase=np.array(["forward"] * 3, dtype=object))
+    floored = op_times(work, devs, load_model(), measured_precision=True)
+    monkeypatch.setattr(predict_module, "CPU_SLOW_OP_BANDWIDTH", {})
+    learned = op_times(work, devs, load_model(), measured_precision=True)
+    bw = cpu.memory_bw_gbs * 1e9
+    # 8 MB at 0.068 and 0.185 of the CPU's bandwidth, at the median.
+    assert CPU_SLOW_OP_BANDWIDTH == {"aten.max_pool2d_with_indices": 0.068,
+                                     "aten.native_batch_norm": 0.185}
+    assert floored["memory"][1, 0, 0] == pytest.approx(nbytes / (bw * 0.068))
+    assert floored["memory"][1, 0, 1] == pytest.approx(nbytes / (bw * 0.185))
+    # The learned curves priced them faster than that (GPU-like shares of the bandwidth)...
+    assert learned["memory"][1, 0, 0] < floored["memory"][1, 0, 0] / 5
+    # ... every quantile moves by the median's ratio; the relu, the GPU and the launch part stay.
+    ratio = floored["memory"][1, 0, 0] / learned["memory"][1, 0, 0]
+    assert floored["memory"][:, 0, 0] == pytest.approx(learned["memory"][:, 0, 0] * ratio)
+    assert floored["memory"][:, 0, 2] == pytest.approx(learned["memory"][:, 0, 2])
+    assert floored["memory"][:, 1, :] == pytest.approx(learned["memory"][:, 1, :])
+    assert floored["overhead"] == pytest.approx(learned["overhead"])
