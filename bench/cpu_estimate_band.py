@@ -17,6 +17,12 @@ coverage of picking it that way (each configuration's band takes the spread pick
 other 21). The shipped constant is what this bench picked on 2026-12-06 (0.26, in two runs:
 one round and two); a run on a noisier moment can pick another.
 
+Second CPU (``--tag xeon``, a 2-core Intel Xeon VM with AMX, 2026-12-07), where the spread was
+not picked: MAPE 20.9 %, signed +1.6 %, 36/44 inside with 0.26 (32 without), picked 0.19. Then
+``predict.CPU_SLOW_OP_BANDWIDTH`` (max pool and training batch norm at the share of the
+bandwidth the EPYC's calibration measured; chosen after seeing that run): MAPE 17.3 %, signed
++8.2 %, 41/44 inside (38 without), picked 0.00.
+
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

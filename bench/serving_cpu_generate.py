@@ -34,6 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _results import TAG_HELP  # noqa: E402
 
 CASES = [  # (model, batch, prompt, output)
     ("tiny-gpt", 1, 128, 64), ("tiny-gpt", 8, 128, 64),
@@ -113,6 +116,7 @@ def main() -> None:
                         help="measured side: median of the runs, or the fastest (busy machine)")
     parser.add_argument("--no-summary", action="store_true",
                         help="print only; leave bench/results untouched")
+    parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args()
 
     import torch
@@ -135,7 +139,7 @@ def main() -> None:
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     if not args.no_summary:
         write_generate_summary(results, repeats=args.repeats, threads=args.threads,
-                               stat=args.stat)
+                               stat=args.stat, tag=args.tag)
 
 
 def run_cases(aa, spec, cases, profiles: dict, repeats: int, stat) -> dict:
@@ -175,10 +179,10 @@ def run_cases(aa, spec, cases, profiles: dict, repeats: int, stat) -> dict:
 
 
 def write_generate_summary(results: dict, *, repeats: int, threads: int | None,
-                           stat: str = "median") -> None:
+                           stat: str = "median", tag: str | None = None) -> None:
     """Tokens/s APE and the TPOT interval's coverage, for the README (tuned-on and each
     held-out group apart)."""
-    from _results import summary_row, write_summary
+    from _results import summary_row, tagged, write_summary
 
     anchor = ("greedy decoding measured on the same CPU "
               f"({'median' if stat == 'median' else 'fastest'} of runs)")
@@ -189,7 +193,8 @@ def write_generate_summary(results: dict, *, repeats: int, threads: int | None,
                "batch 1-2, 96-512-token prompts, Llama-style MQA"))
     for label, key, what in groups:
         res = results[key]
-        regime = f"LLM generation on this CPU{label} ({what})"
+        _, regime = tagged("serving_cpu_generate", f"LLM generation on this CPU{label} ({what})",
+                           tag)
         apes, ratios, n = res["apes"], res["tpot_ratios"], len(res["apes"])
         rows += [
             summary_row(regime=regime, metric="median tokens/s APE",
@@ -202,8 +207,8 @@ def write_generate_summary(results: dict, *, repeats: int, threads: int | None,
                         value=res["inside"] / n, unit="%", n=n, anchor=anchor),
         ]
     flags = (f" --threads {threads}" if threads else "") + \
-        (f" --stat {stat}" if stat != "median" else "")
-    write_summary("serving_cpu_generate", rows,
+        (f" --stat {stat}" if stat != "median" else "") + (f" --tag {tag}" if tag else "")
+    write_summary(tagged("serving_cpu_generate", "", tag)[0], rows,
                   command=f"python bench/serving_cpu_generate.py --repeats {repeats}{flags}")
 
 

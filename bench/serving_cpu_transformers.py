@@ -121,6 +121,10 @@ def main() -> None:
                         help="reuse this device's cached benchmark instead of re-measuring")
     parser.add_argument("--no-summary", action="store_true",
                         help="print only; leave bench/results untouched")
+    parser.add_argument("--tag", default=None, help=(
+        "a run on another machine than the one the shipped constants were fitted on: the "
+        "summary goes to serving_cpu_transformers_<TAG>.json and the regime names the "
+        "processor"))
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -174,10 +178,12 @@ def main() -> None:
     if args.no_summary:
         return
     sys.path.insert(0, str(REPO / "bench"))
-    from _results import summary_row, write_summary
+    from _results import summary_row, tagged, write_summary
 
-    regime = ("transformers generate on this CPU (GPT-2 124M; held out: OPT, GPT-NeoX, Phi, "
-              "Qwen2, Gemma; batch 1 and 4; FP32)")
+    name, regime = tagged(
+        "serving_cpu_transformers",
+        "transformers generate on this CPU (GPT-2 124M; held out: OPT, GPT-NeoX, Phi, Qwen2, "
+        "Gemma; batch 1 and 4; FP32)", args.tag)
     anchor = "model.generate timed on the same CPU (median of runs)"
     n = len(rows)
     base = "the same without the model's own Python lines"
@@ -192,8 +198,9 @@ def main() -> None:
         summary_row(regime=regime, metric="measured TPOT inside predicted P10-P90",
                     value=inside / n, unit="%", n=n, anchor=anchor),
     ]
-    write_summary("serving_cpu_transformers", out,
-                  command=f"python bench/serving_cpu_transformers.py --repeats {args.repeats}")
+    write_summary(name, out,
+                  command=f"python bench/serving_cpu_transformers.py --repeats {args.repeats}"
+                  + (f" --tag {args.tag}" if args.tag else ""))
 
 
 if __name__ == "__main__":
