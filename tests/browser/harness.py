@@ -64,7 +64,11 @@ class JupyterServer:
         news = state / "settings" / "@jupyterlab" / "apputils-extension"
         news.mkdir(parents=True, exist_ok=True)  # no "Jupyter news?" toast over the notebook
         (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-        return dict(os.environ, JUPYTER_CONFIG_DIR=str(state / "config"),
+        # An empty device-benchmark cache, as a fresh machine has: a report with no hardware
+        # reads a cached benchmark of the attached device, so a developer's own calibration
+        # (~/.cache/aiadvisor) must not change what the kernels show.
+        return dict(os.environ, AIADVISOR_CACHE_DIR=str(state / "aiadvisor-cache"),
+                    JUPYTER_CONFIG_DIR=str(state / "config"),
                     JUPYTER_DATA_DIR=str(state / "data"),
                     JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
                     JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
