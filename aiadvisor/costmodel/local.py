@@ -228,6 +228,9 @@ class LocalCalibration:
     gemm_weight: dict[str, tuple[float, float]] = field(default_factory=dict)
     """dtype -> (weight elements of the linear grid's largest forward GEMM, extra seconds per
     weight element beyond it), from :func:`fit_gemm_weight`."""
+    attention: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """(aten name, dtype) -> (log FLOPs per byte, log seconds per byte) of the timed CPU
+    attention kernels, by increasing intensity (see :meth:`_attention_seconds`)."""
 
     def gemm_weight_seconds(self, weight_elements: np.ndarray, dtype: str) -> np.ndarray:
         """Extra seconds a forward GEMM call with ``weight_elements`` of weight takes over the
@@ -270,6 +273,7 @@ class LocalCalibration:
         conv_points: list = []
         conv_call: dict[tuple[str, str], float] = {}
         wide: dict[str, list] = {}
+        attention: dict[tuple[str, str], list[tuple[float, float]]] = {}
         first_touch = zero_sqrt = 0.0
         for p in result.ops:
             if p.family == "first-touch":
@@ -301,6 +305,9 @@ class LocalCalibration:
                     conv_points.append((p.family, dtype, p))
                 continue
             by_key.setdefault((p.op, dtype), []).append((work, p.seconds))
+            if p.family == "attention" and p.num_bytes > 0:
+                attention.setdefault((p.op, dtype), []).append(
+                    (np.log(p.flops / p.num_bytes), np.log(p.seconds / p.num_bytes)))
             if p.op.endswith(COLD_SUFFIX):  # a slowdown over the hot curves, not a family member
                 continue
             ops = family_ops.setdefault((p.family, dtype), [])
@@ -335,7 +342,8 @@ class LocalCalibration:
                    conv_call=conv_call, conv_weight=conv_weight,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
                    zero_sqrt_s_per_element=zero_sqrt,
-                   gemm_weight=weight)
+                   gemm_weight=weight,
+                   attention={k: _intensity_rates(v) for k, v in attention.items()})
 
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
@@ -367,6 +375,12 @@ class LocalCalibration:
                                                        bytes_per_call[rows], weights)
                         break
                 continue
+            if fam == "attention":
+                timed = self._attention_seconds(key, dtype, flops_per_call[rows],
+                                                bytes_per_call[rows])
+                if timed is not None:
+                    out[rows] = timed
+                    continue
             if fam == "pool":
                 pooled = self._max_pool_seconds(key, dtype, bytes_per_call[rows])
                 if pooled is not None:
@@ -405,6 +419,28 @@ class LocalCalibration:
                                      dtype, weight_elements=weight_elements,
                                      written_bytes=written_bytes)
         return out
+
+    def _attention_seconds(self, name: str, dtype: str, flops: np.ndarray,
+                           num_bytes: np.ndarray) -> np.ndarray | None:
+        """Seconds per call of a CPU attention kernel (None: not timed in ``dtype`` or FP32):
+        its bytes times the grid's seconds per byte at its intensity. A call's FLOPs per byte
+        is its sequence length over the element size, whatever its batch and heads, and the
+        kernel runs each (batch, head) block apart, so at one sequence length the time grows
+        with the blocks, as the bytes do: keyed on FLOPs, a call with more blocks than the
+        grid's 16 took the curve toward a longer sequence. Measured on the 2-core Xeon VM
+        (bf16 backward, head dim 64, seq 64): 1.4 ms for 16 blocks, 4.0 ms for 48, where the
+        FLOP curve said 2.2 ms (FP32: 0.28 and 1.03 ms). Log-log between the timed
+        intensities; below the shortest sequence the per-byte time of the shortest, above the
+        longest it grows with the intensity (the FLOPs per byte)."""
+        for dt in dict.fromkeys((dtype, "float32")):
+            if (name, dt) in self.attention:
+                log_i, log_rate = self.attention[(name, dt)]
+                b = np.maximum(np.asarray(num_bytes, float), 1.0)
+                li = np.log(np.maximum(np.asarray(flops, float), 1.0) / b)
+                rate = np.where(li > log_i[-1], log_rate[-1] + li - log_i[-1],
+                                np.interp(li, log_i, log_rate))
+                return b * np.exp(rate)
+        return None
 
     def _max_pool_seconds(self, name: str, dtype: str,
                           num_bytes: np.ndarray) -> np.ndarray | None:

@@ -899,3 +899,28 @@ def test_one_row_gemms_take_the_rate_of_their_dot_product_length():
     # The rate goes as K^0.5 between the two (20/10 over 2048/512); two octaves below 512 at
     # most: K = 64 is priced as K = 128, 10 x (128/512)^0.5 = 5 GFLOP/s.
     assert seconds(64, 8192) == pytest.approx(2 * 64 * 8192 / 5e9, rel=1e-6)
+
+
+def test_cpu_attention_time_grows_with_the_blocks_at_one_sequence_length():
+    # The grid times the kernel at 16 (batch, head) blocks: seq 64 as 1e6 bytes and 4e7 FLOPs
+    # (40 FLOPs a byte) in 1.4 ms, seq 256 as 4e6 bytes and 6.4e8 FLOPs (160 a byte) in 4.2 ms.
+    import dataclasses
+
+    name = "aten._scaled_dot_product_flash_attention_for_cpu_backward"
+    pts = (OpPoint(op=name, family="attention", num_bytes=1e6, flops=4e7, seconds=1.4e-3),
+           OpPoint(op=name, family="attention", num_bytes=4e6, flops=6.4e8, seconds=4.2e-3))
+    cal = LocalCalibration.from_benchmark(dataclasses.replace(_benchmark(), ops=pts), "fp32")
+
+    def seconds(num_bytes, flops):
+        return cal.op_seconds(np.array([name], dtype=object), np.array(["attention"], dtype=object),
+                              np.array([num_bytes]), np.array([flops]))[0]
+
+    # 48 blocks at seq 64: three times the bytes and FLOPs, the same 40 FLOPs a byte: 3 x 1.4 ms
+    # (keyed on FLOPs, the curve toward seq 256 said 1.4 x 3^(ln 3 / ln 16) = 2.2 ms).
+    assert seconds(3e6, 1.2e8) == pytest.approx(4.2e-3)
+    # Half-way in log intensity (80 FLOPs a byte): per byte sqrt(1.4e-9 x 1.05e-9) s.
+    assert seconds(2e6, 1.6e8) == pytest.approx(2e6 * math.sqrt(1.4e-9 * 1.05e-9))
+    # Beyond the longest sequence the per-byte time grows with the intensity: 320 a byte, 2x.
+    assert seconds(4e6, 1.28e9) == pytest.approx(2 * 4.2e-3)
+    # Below the shortest: the shortest's per-byte time (16 blocks at seq 32: 0.5e6 bytes).
+    assert seconds(0.5e6, 1e7) == pytest.approx(0.7e-3)
