@@ -240,9 +240,9 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         if spec.kind == "cpu" and precision in CPU_LOW_CONFIDENCE_PRECISIONS:
             level = "low"
             notes.append(f"{precision} steps on a CPU: kernels vary more with shape than in "
-                         "FP32 (e.g. attention backward at odd sequence lengths); on the "
-                         "development CPU such predictions were about 25 % fast on average, "
-                         "FP32 ones 7-13 % off (bench/costmodel_local_cpu.py).")
+                         "FP32 (e.g. attention backward at odd sequence lengths); on a 2-core "
+                         "Xeon with AMX such predictions were 12-15 % off on average and up "
+                         "to 36 % fast, FP32 ones 4-11 % (bench/costmodel_local_cpu.py).")
     elif spec.kind == "cpu" and LOCAL_CPU_MARK in spec.name:
         level = "low"
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
