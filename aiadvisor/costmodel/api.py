@@ -247,7 +247,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         level = "low"
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
                      "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
-                     "confidence; on two development CPUs such estimates were 20-21 % off "
+                     "confidence; on two development CPUs such estimates were 17-22 % off "
                      "on average and up to 58 %, so the likely range is wide). hardware='local' "
                      "(CLI: --hardware local) times its matmuls, bandwidth and ops (once: cached "
                      "on disk for later sessions) and predicts from them.")
