@@ -105,3 +105,18 @@ def test_a_real_plan_runs_on_the_cpu():
     result = aa.verify_plan(net, x, _report(cheap, batch_size=64), warmup=1, repeats=3)
     assert len(result.steps) == len(cheap)
     assert {s.status for s in result.steps} <= {"measured", "failed", "not run here"}
+
+
+def test_the_default_training_loss_is_the_one_the_profile_prices():
+    # The profile's traced and measured steps call backward on the model's own loss, else on
+    # the sum of its output; verify_plan times the same step (a mean square cast to FP32 costs
+    # passes over a large output that the predicted step does not make).
+    from aiadvisor.verification import _default_loss
+
+    out = torch.tensor([[1.0, -2.0], [3.0, 0.5]], requires_grad=True)
+    loss = _default_loss(out)
+    assert loss.item() == pytest.approx(2.5)       # 1 - 2 + 3 + 0.5, not the mean square 3.5625
+    loss.backward()
+    assert torch.equal(out.grad, torch.ones(2, 2))  # d(sum)/d(out) = 1 everywhere
+    own = torch.tensor(0.25, requires_grad=True)
+    assert _default_loss({"loss": own, "logits": out}) is own
