@@ -187,14 +187,15 @@ def write_generate_summary(results: dict, *, repeats: int, threads: int | None,
     anchor = ("greedy decoding measured on the same CPU "
               f"({'median' if stat == 'median' else 'fastest'} of runs)")
     rows = []
+    name = tagged("serving_cpu_generate", "", tag)[0]
     groups = (("", "tuned on", "GPT-2 124M and 5M, FP32, batch 1 and 8"),
               (" held out", "held out", "batch 4, long output, Llama-style GQA"),
               (" held out, second group", "held out, new group",
                "batch 1-2, 96-512-token prompts, Llama-style MQA"))
     for label, key, what in groups:
         res = results[key]
-        _, regime = tagged("serving_cpu_generate", f"LLM generation on this CPU{label} ({what})",
-                           tag)
+        regime = tagged("serving_cpu_generate", f"LLM generation on this CPU{label} ({what})",
+                        tag)[1]
         apes, ratios, n = res["apes"], res["tpot_ratios"], len(res["apes"])
         rows += [
             summary_row(regime=regime, metric="median tokens/s APE",
@@ -208,7 +209,7 @@ def write_generate_summary(results: dict, *, repeats: int, threads: int | None,
         ]
     flags = (f" --threads {threads}" if threads else "") + \
         (f" --stat {stat}" if stat != "median" else "") + (f" --tag {tag}" if tag else "")
-    write_summary(tagged("serving_cpu_generate", "", tag)[0], rows,
+    write_summary(name, rows,
                   command=f"python bench/serving_cpu_generate.py --repeats {repeats}{flags}")
 
 

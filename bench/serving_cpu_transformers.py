@@ -39,6 +39,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _results import TAG_HELP  # noqa: E402
 
 #: (name, batch, prompt, new tokens)
 CASES = [
@@ -121,10 +124,7 @@ def main() -> None:
                         help="reuse this device's cached benchmark instead of re-measuring")
     parser.add_argument("--no-summary", action="store_true",
                         help="print only; leave bench/results untouched")
-    parser.add_argument("--tag", default=None, help=(
-        "a run on another machine than the one the shipped constants were fitted on: the "
-        "summary goes to serving_cpu_transformers_<TAG>.json and the regime names the "
-        "processor"))
+    parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -177,7 +177,6 @@ def main() -> None:
           f"{inside}/{len(rows)}. Load average after: {os.getloadavg()[0]:.2f}")
     if args.no_summary:
         return
-    sys.path.insert(0, str(REPO / "bench"))
     from _results import summary_row, tagged, write_summary
 
     name, regime = tagged(
