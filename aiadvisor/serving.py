@@ -275,16 +275,17 @@ def _tp_choices(gp: GenerationProfile, num_devices: int) -> list[int]:
 
 
 def _weight_choices(spec: HardwareSpec, asked: tuple[str, ...] | None) -> list[str]:
-    """Weight formats ``spec`` runs, of those asked (default: all but FP32 where a narrower
-    one runs)."""
+    """Weight formats ``spec`` runs, of those asked (default: all but FP32 where a 16-bit
+    float runs; without one, as on a CPU without BF16 instructions, the weight-only formats
+    compute on FP32's engine and FP32 stays, the format the report defaults to there)."""
     from .costmodel.generation import WEIGHT_PRECISIONS
     from .costmodel.precision import supported_precisions
 
     supported = supported_precisions(spec)
     if asked:
         return [p for p in asked if p in supported]
-    return [p for p in WEIGHT_PRECISIONS if p in supported
-            and not (p == "fp32" and len(supported) > 1)]
+    sixteen = any(p in supported for p in ("bf16", "fp16"))
+    return [p for p in WEIGHT_PRECISIONS if p in supported and not (p == "fp32" and sixteen)]
 
 
 def _kv_defaults(spec: HardwareSpec, weight_precision: str) -> tuple[str, ...]:

@@ -843,6 +843,13 @@ def grad_accumulation(ctx: Context) -> Recommendation | None:
 #: Batch multiples a larger-batch step tries, and the least throughput gain it is worth.
 BATCH_FACTORS = (2, 4, 8, 16)
 MIN_BATCH_GAIN = 1.1
+#: Inference: of the batches within this share of the highest predicted throughput, the
+#: smallest is offered, since each doubling doubles every request's wait for its call. The
+#: dashboard's MLP (256-1024-256) at batch 512 was predicted 1.05-1.08x the requests per second
+#: of batch 256 on a 2-core CPU; measured 1.03x on a Xeon VM (2026-12-06) and 0.69x on an AMD
+#: EPYC VM (2026-12-07: its 2 MiB activations were faulted in afresh every call, 3.9 MiB of
+#: minor faults a call against none at 256): twice the latency for nothing.
+INFER_BATCH_SHARE = 0.9
 
 
 def _batch_options(ctx: Context, capacity: float):
@@ -919,21 +926,28 @@ def _optimizer_kernel_s(ctx: Context) -> float:
 @rule("larger_batch")
 def larger_batch(ctx: Context) -> Recommendation | None:
     """The batch (and checkpointing, where it lets a larger batch fit) of highest throughput
-    within memory; a smaller batch is kept unless the larger one gains 5 % more."""
+    within memory; a smaller batch is kept unless the larger one gains 5 % more. Inference
+    takes the smallest batch within :data:`INFER_BATCH_SHARE` of the highest throughput."""
     base, capacity = ctx.base, ctx.usable_bytes
     if base is None or capacity is None or ctx.config.grad_accum_steps > 1 or not ctx.plan_fits:
         return None
     best = None
-    for option in sorted(_batch_options(ctx, capacity), key=lambda o: o[0]):
+    options = sorted(_batch_options(ctx, capacity), key=lambda o: o[0])
+    for option in options:
         if option[2].point >= MIN_BATCH_GAIN and (
                 best is None or option[2].point >= 1.05 * best[2].point):
             best = option
     if best is None:
         return None
+    if not ctx.train:
+        top = max(o[2].point for o in options)
+        batch, _, gain, mem = min(
+            (o for o in options
+             if o[2].point >= max(MIN_BATCH_GAIN, INFER_BATCH_SHARE * top)),
+            key=lambda o: o[0])
+        return _larger_inference_batch(ctx, batch, gain, mem, capacity)
     batch, config, gain, mem = best
     ckpt = config.checkpointing != ctx.config.checkpointing
-    if not ctx.train:
-        return _larger_inference_batch(ctx, batch, gain, mem, capacity)
     rec = _make(
         ctx, tactic_id="larger_batch",
         title=f"Larger batch: {batch} per device"

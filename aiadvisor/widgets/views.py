@@ -428,7 +428,8 @@ class ServingView(_View):
                 if list(control.options) != options:
                     current = control.value
                     control.options = options
-                    control.value = current if current in options else fallback
+                    control.value = current if current in options \
+                        else fallback if fallback in options else options[0]
         finally:
             self._syncing = False
 

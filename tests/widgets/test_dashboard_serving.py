@@ -146,3 +146,22 @@ def test_other_modes_have_no_serving_tab():
     model = torch.nn.Sequential(torch.nn.Linear(16, 16))
     dash = Dashboard(aa.advise(model, torch.randn(4, 16), hardware="NVIDIA L4"))
     assert "Serving" not in dash.tabs.titles and len(dash.views) == 5
+
+
+def test_a_cpu_without_16_bit_floats_serves_fp32_weights(monkeypatch):
+    # An AMD EPYC 9654 in the catalog has no BF16/FP16 figure (as the AVX2-only EPYC VM of
+    # 2026-12-07 had no BF16 instructions): the report's weights default to fp32, and the plan
+    # must offer them beside the weight-only formats that compute on the same FP32 engine. It
+    # had dropped fp32 wherever any other format ran, and the tab failed to open (fp32 not
+    # among the choices).
+    model, x = examples.build("tiny-gpt")
+    report = aa.advise(model, x, mode="generate", hardware="AMD EPYC 9654")
+    assert report.serving_defaults()["weight_precision"] == "fp32"
+    plan = report.serving_plan(prompt_len=256, output_len=64)
+    assert set(plan["weight_precision"]) == {"fp32", "int8wo", "int4", "nf4"}
+    # A CPU with BF16 keeps its default (bf16) and leaves fp32 out of the plan.
+    bf16 = aa.advise(model, x, mode="generate", hardware="Intel Xeon Platinum 8480+")
+    assert "fp32" not in set(bf16.serving_plan(prompt_len=256, output_len=64)["weight_precision"])
+    dash = _exercise(report, monkeypatch, [("concurrency", 8), ("weights", "int4")])
+    view = dash.views[-1]
+    assert list(view.weights.options) == ["fp32", "int8wo", "int4", "nf4"]
