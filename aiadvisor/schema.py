@@ -731,6 +731,10 @@ class DecodeOp:
     flops: tuple[float, float, float, float]
     bytes_read: tuple[float, float, float, float]
     bytes_written: tuple[float, float, float, float]
+    repeat: int = 1
+    """Blocks the record stands for (a traced layer's op: the model's layers), as
+    :attr:`OpRecord.repeat`: its count is summed over them, so a layer's GEMM is
+    ``count / repeat`` calls of its own weight, not one call of a sixth of it."""
 
     @property
     def on_cache(self) -> bool:
@@ -745,7 +749,7 @@ class DecodeOp:
         return OpRecord(op=self.op, op_class=self.op_class, phase="forward", module=self.module,
                         dtype=self.dtype, count=value(self.count), flops=value(self.flops),
                         bytes_read=value(self.bytes_read),
-                        bytes_written=value(self.bytes_written))
+                        bytes_written=value(self.bytes_written), repeat=self.repeat)
 
 
 @dataclass(frozen=True, kw_only=True)

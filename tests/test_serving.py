@@ -94,6 +94,28 @@ def test_builtin_decoder_cache_gives_the_same_logits_as_the_full_forward():
     assert cache[0][0].shape == (2, 4, 12, 64)
 
 
+def test_a_traced_decode_step_gemm_reads_its_whole_layer_weight_a_call():
+    # tiny-gpt: 4 layers, 256 wide, MLP 256 -> 1024 -> 256. The decode step's records stand
+    # for all 4 layers (count 4 a step at batch 1); each call multiplies one layer's own
+    # 256 x 1024 weight and 1024 bias: 263,168 elements a call, as in the prompt's forward.
+    # Without the blocks the records stand for, it read as a quarter of that (65,792), and a
+    # calibrated CPU priced a Llama-style decoder's MLP GEMVs (768 x 2048) as if K were 128,
+    # 2.0x their time alone (0.99 ms against 0.50 ms measured on an AMD EPYC VM).
+    from aiadvisor.costmodel.generation import _decode_forward
+    from aiadvisor.costmodel.ops import gemm_weight_elements
+
+    model, _ = examples.build("tiny-gpt", batch_size=1)
+    gp = aa.profile_generation(model, prompt_len=32)
+    step, traced = _decode_forward(gp, 1, 100, "eager")
+    assert traced
+    for prof, calls in ((step, 4), (gp.prefill, 4)):
+        weights = gemm_weight_elements(prof, prof.ops)
+        up = [(op, w) for op, w in zip(prof.ops, weights)
+              if op.module.endswith("mlp.up_proj") and op.op_class == "gemm"]
+        assert len(up) == 1, [op.module for op in prof.ops]
+        assert up[0][0].count == calls and up[0][1] == 256 * 1024 + 1024  # weight and bias
+
+
 def test_profiling_for_generation_changes_nothing_in_the_model():
     model = _tiny_hf_llama(2)
     model.train()

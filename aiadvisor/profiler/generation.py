@@ -254,7 +254,8 @@ def _fit_decode(traces: dict, plan) -> DecodeStep:
 
         ops.append(DecodeOp(op=op, op_class=first.op_class, module=starred(module, plan),
                             dtype=first.dtype, count=fit("count"), flops=fit("flops"),
-                            bytes_read=fit("bytes_read"), bytes_written=fit("bytes_written")))
+                            bytes_read=fit("bytes_read"), bytes_written=fit("bytes_written"),
+                            repeat=n))
     v11, v12, v21, v22 = (float(sum(times(m) * k for m, k in traces[(bi, cj)][1].items()))
                           for bi in b for cj in c)
     calls = sum(times(m) * k for m, k in traces[(b[0], c[0])][2].items())
