@@ -247,8 +247,10 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         level = "low"
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
                      "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
-                     "confidence; on two development CPUs such estimates were 17-22 % off "
-                     "on average and up to 58 %, so the likely range is wide). hardware='local' "
+                     "confidence; on two development CPUs such estimates were 13-17 % off "
+                     "on average, single models up to 35 % on one of them, so the likely "
+                     "range is wide). "
+                     "hardware='local' "
                      "(CLI: --hardware local) times its matmuls, bandwidth and ops (once: cached "
                      "on disk for later sessions) and predicts from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
