@@ -17,7 +17,8 @@ optimizer step, zero_grad; inference: forward under no_grad); measured = ``VmHWM
 the median over :data:`RSS_RUNS` fresh processes (the spread is printed).
 Goal: within 10 % in every case, no sign bias. The 8 ``RSS_CASES`` are the ones the model was
 developed against; the 4 ``HOLDOUT_CASES`` (LSTM, ViT, a 4096-wide MLP trained with SGD) were
-added after it and not tuned on. Writes ``bench/results/profile_memory_rss.json``.
+added after it and not tuned on. Writes ``bench/results/profile_memory_rss.json``
+(``--tag TAG``: ``profile_memory_rss_TAG.json``, for a machine other than the development one).
 The "model heap" column is the same prediction with the heap replayed through the model of
 glibc's policy (``GlibcHeap``) instead of this machine's glibc (``aiadvisor.profiler.
 heap_replay``, what the profile uses on Linux): both against the same measured figure.
@@ -255,7 +256,7 @@ def _rss_stats(rows: list[dict], label: str) -> dict:
     return stats
 
 
-def rss_main() -> None:
+def rss_main(tag: str | None = None) -> None:
     print(f"{'model':10}{'mode':7}{'allocator MiB':>15}{'predicted RSS (P10-P90)':>26}"
           f"{'measured RSS':>14}{'error':>9}{'model heap':>12}{'no replay':>10}{'spread':>8}")
     tuned = [_rss_row(case, mode) for case, mode in RSS_CASES]
@@ -265,12 +266,12 @@ def rss_main() -> None:
              "held out": _rss_stats(held, "RSS, held out")}
     print("'no replay': the resident set at profile time plus the step's tensors, no heap "
           "retention, no library probe and no first-step pages.")
-    from _results import summary_row, write_summary
+    from _results import summary_row, tagged, write_summary
 
     anchor = "peak resident set (VmHWM) of two user-style steps in a fresh process, this CPU"
     rows = []
     for which, st in stats.items():
-        regime = f"CPU peak resident set (RSS), {which} ({st['n']} cases)"
+        regime = tagged("", f"CPU peak resident set (RSS), {which} ({st['n']} cases)", tag)[1]
         rows += [
             summary_row(regime=regime, metric="mean |error| of memory.process_bytes",
                         value=st["mean"], unit="%", n=st["n"], anchor=anchor,
@@ -283,7 +284,9 @@ def rss_main() -> None:
             summary_row(regime=regime, metric="cases within 10 % (goal: all)",
                         value=st["within"] / st["n"], unit="%", n=st["n"], anchor=anchor),
         ]
-    write_summary("profile_memory_rss", rows, command="python bench/profile_memory.py --rss")
+    write_summary(tagged("profile_memory_rss", "", tag)[0], rows,
+                  command="python bench/profile_memory.py --rss"
+                  + (f" --tag {tag}" if tag else ""))
 
 
 def main() -> None:
@@ -291,7 +294,12 @@ def main() -> None:
         rss_child(sys.argv[2], sys.argv[3])
         return
     if "--rss" in sys.argv[1:]:
-        rss_main()
+        from _results import TAG_HELP
+
+        rss = argparse.ArgumentParser()
+        rss.add_argument("--rss", action="store_true")
+        rss.add_argument("--tag", default=None, help=TAG_HELP)
+        rss_main(tag=rss.parse_args().tag)
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="medium", choices=sorted(SIZES))
