@@ -117,7 +117,7 @@ WEIGHT_CONVS = ("aten.convolution", "aten.convolution_backward")
 
 
 def _weight_op(op) -> bool:
-    if op.phase == "forward" and op.op in WEIGHT_GEMMS:
+    if op.phase == "forward" and op.op.split("[", 1)[0] in WEIGHT_GEMMS:
         return True
     return op.op.split("[", 1)[0] in WEIGHT_CONVS and op.phase in ("forward", "backward")
 

@@ -119,6 +119,14 @@ COLD_SUFFIX = "[cold]"
 CHANNELS_LAST_SUFFIX = "[channels_last]"
 #: Suffix of a batch norm forward record in eval mode (running statistics).
 EVAL_SUFFIX = "[eval]"
+#: Suffix of a recurrent layer's hidden-to-hidden GEMM (its ``weight_hh_*`` times the hidden
+#: state), run once per time step. On a CPU, PyTorch's GRU and plain RNN (LSTM runs oneDNN's
+#: fused layer instead) multiply the whole sequence's inputs by ``weight_ih`` in one GEMM and
+#: then one small GEMM a step; both are ``addmm`` calls of the same module, and one record of
+#: both priced them all at their mean size. In the GRU tagger of ``bench/costmodel_local_cpu.py``
+#: (2 layers, 256 wide, bidirectional, 16 x 48 tokens) that mean was 12.5 MFLOP a call, where
+#: 192 step GEMMs were 6.3 MFLOP (16 x 256 x 768) and 2 input GEMMs 604 MFLOP.
+STEP_SUFFIX = "[step]"
 #: The forward max pool, whose records may name a window (``[3x3]``) and a layout.
 MAX_POOL_OP = "aten.max_pool2d_with_indices"
 

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, EVAL_SUFFIX
+from ..hardware.calibrate import CHANNELS_LAST_SUFFIX, EVAL_SUFFIX, STEP_SUFFIX
 
 aten = torch.ops.aten
 
@@ -231,7 +231,7 @@ def _channels_last(tensor) -> bool:
             and not tensor.is_contiguous())
 
 
-def record_suffix(packet, args) -> str:
+def record_suffix(packet, args, param_names: dict | None = None) -> str:
     """What an op record's name adds to its aten name: a max pool's window when it is not
     2 x 2 (``"[3x3]"``), and ``"[channels_last]"`` on a convolution (forward or backward)
     whose input or weight is channels_last, or a max pool or batch norm whose input is; and
@@ -241,7 +241,9 @@ def record_suffix(packet, args) -> str:
     3 x 3 / stride 2 / pad 1 over 16 x 32 x 56 x 56 took 5.9 ms in FP32 and BF16, 2 x 2 /
     stride 2 3.9 ms; the input's shape at equal elements did not matter (1 x 64 x 200 x 200:
     the same). The layout sets both a convolution's and a pool's time (channels_last pools ran
-    10x faster there). See
+    10x faster there). ``"[step]"`` on a recurrent layer's hidden-to-hidden GEMM (its weight
+    is a ``weight_hh_*`` parameter, by ``param_names``: storage id -> parameter name), run once
+    per time step (:data:`~aiadvisor.hardware.calibrate.STEP_SUFFIX`). See
     :mod:`aiadvisor.costmodel.local` for how they are priced."""
     suffix = ""
     if packet is aten.native_batch_norm and len(args) > 5 and args[5] is False:
@@ -257,6 +259,11 @@ def record_suffix(packet, args) -> str:
                    aten.native_batch_norm_backward: (1,)}.get(packet, ())
     if any(len(args) > i and _channels_last(args[i]) for i in layout_args):
         suffix += CHANNELS_LAST_SUFFIX
+    if param_names and packet in (aten.mm, aten.addmm) and len(args) >= 2 \
+            and isinstance(args[-1], torch.Tensor):
+        name = param_names.get(id(args[-1].untyped_storage()), "")
+        if name.rsplit(".", 1)[-1].startswith("weight_hh"):
+            suffix += STEP_SUFFIX
     return suffix
 
 

@@ -392,6 +392,9 @@ class Recorder(TorchDispatchMode):
         library allocates itself, outside PyTorch's allocator, have keys ``("native", ...)``
         (:func:`native_transients`)."""
         self.largest_gemm: tuple[int, int, int] | tuple = ()
+        self.param_names: dict[int, str] = {}
+        """Storage id -> parameter name of the traced stand-ins (names a recurrent layer's
+        per-step GEMM, :func:`~aiadvisor.profiler.opinfo.record_suffix`)."""
         """``(M, K, N)`` of the forward 2-D GEMM with the largest ``K x N`` (``_note_gemm``)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
@@ -525,7 +528,9 @@ class Recorder(TorchDispatchMode):
         else:
             flops = 0
         dtype = str(out_tensors[0].dtype).removeprefix("torch.") if out_tensors else "none"
-        key = (module, self.phase, str(packet) + record_suffix(packet, args))
+        key = (module, self.phase,
+               str(packet) + record_suffix(packet, args, self.param_names
+                                           if self.phase == "forward" else None))
         agg = self.aggs.get(key)
         if agg is None:
             agg = self.aggs[key] = Agg(op_class=op_class(packet), dtype=dtype)

@@ -190,6 +190,8 @@ def run_trace(model: nn.Module, spec: inputs_mod.InputSpec, *, path: str, mode: 
         else:
             args, kwargs = inputs_mod.build(spec, batch_size=batch_size, seq_len=seq_len,
                                             device=device, float_dtype=float_dtype)
+        recorder.param_names = {id(t.untyped_storage()): name for name, t in mapping.items()
+                                if isinstance(t, torch.Tensor) and t.layout == torch.strided}
         for t in tensors:
             recorder.track(t, "weights")
         for t in tree_flatten((args, kwargs))[0]:

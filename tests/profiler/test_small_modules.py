@@ -120,6 +120,25 @@ def test_lstm_flops_are_counted():
     assert trained.flops_backward == 2 * trained.flops_forward
 
 
+def test_gru_step_gemms_are_recorded_apart_from_the_input_gemms():
+    # On a CPU a GRU multiplies the whole sequence's inputs by W_ih in one GEMM per layer, then
+    # the hidden state by W_hh once per time step. 2 layers, 5 steps, batch 3, input 8, hidden
+    # 16 (3 gates: 48 outputs). Input GEMMs: 15 rows x (8 | 16) x 48 -> 2 * 15 * 48 * (8 + 16)
+    # = 34560 FLOPs in 2 calls; step GEMMs: 3 rows x 16 x 48 -> 2 * 3 * 16 * 48 = 4608 FLOPs,
+    # 2 layers x 5 steps = 10 calls. One record of all 12 had priced every call at the mean
+    # (6720 FLOPs), 1.5x a step GEMM and a fifth of an input GEMM.
+    prof = aa.profile(nn.GRU(8, 16, num_layers=2), torch.randn(5, 3, 8), mode="infer")
+    gemms = {o.op: o for o in prof.ops if o.op_class == "gemm"}
+    assert set(gemms) == {"aten.addmm", "aten.addmm[step]"}
+    assert (gemms["aten.addmm"].count, gemms["aten.addmm"].flops) == (2, 34560)
+    assert (gemms["aten.addmm[step]"].count, gemms["aten.addmm[step]"].flops) == (10, 46080)
+    # The backward is left as it was: its GEMMs are not split.
+    trained = aa.profile(nn.GRU(8, 16, num_layers=2), torch.randn(5, 3, 8))
+    assert {o.op for o in trained.ops if o.op_class == "gemm" and o.phase == "forward"} == \
+        {"aten.addmm", "aten.addmm[step]"}
+    assert not any("[step]" in o.op for o in trained.ops if o.phase == "backward")
+
+
 def test_inference_weight_formats():
     model = nn.Sequential(nn.Linear(256, 256), nn.LayerNorm(256))
     x = torch.randn(4, 256)
