@@ -249,10 +249,9 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
                      "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
                      "confidence; on two development CPUs such estimates were 13-17 % off "
                      "on average, single models up to 35 % on one of them, so the likely "
-                     "range is wide). "
-                     "hardware='local' "
-                     "(CLI: --hardware local) times its matmuls, bandwidth and ops (once: cached "
-                     "on disk for later sessions) and predicts from them.")
+                     "range is wide). hardware='local' (CLI: --hardware local) times its "
+                     "matmuls, bandwidth and ops (once: cached on disk for later sessions) and "
+                     "predicts from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":
         level = "low"
         notes.append(f"No measured op data for {spec.vendor} {spec.kind}s: efficiency shrunk "

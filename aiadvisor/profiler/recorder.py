@@ -392,10 +392,10 @@ class Recorder(TorchDispatchMode):
         library allocates itself, outside PyTorch's allocator, have keys ``("native", ...)``
         (:func:`native_transients`)."""
         self.largest_gemm: tuple[int, int, int] | tuple = ()
+        """``(M, K, N)`` of the forward 2-D GEMM with the largest ``K x N`` (``_note_gemm``)."""
         self.param_names: dict[int, str] = {}
         """Storage id -> parameter name of the traced stand-ins (names a recurrent layer's
         per-step GEMM, :func:`~aiadvisor.profiler.opinfo.record_suffix`)."""
-        """``(M, K, N)`` of the forward 2-D GEMM with the largest ``K x N`` (``_note_gemm``)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
