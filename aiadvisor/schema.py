@@ -734,7 +734,8 @@ class DecodeOp:
     repeat: int = 1
     """Blocks the record stands for (a traced layer's op: the model's layers), as
     :attr:`OpRecord.repeat`: its count is summed over them, so a layer's GEMM is
-    ``count / repeat`` calls of its own weight, not one call of a sixth of it."""
+    ``count / repeat`` calls of its own weight, not ``count`` calls of a ``1 / repeat``
+    share of it."""
 
     @property
     def on_cache(self) -> bool:

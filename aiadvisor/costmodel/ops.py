@@ -117,9 +117,9 @@ WEIGHT_CONVS = ("aten.convolution", "aten.convolution_backward")
 
 
 def _weight_op(op) -> bool:
-    if op.phase == "forward" and op.op.split("[", 1)[0] in WEIGHT_GEMMS:
+    if op.phase == "forward" and base_op(op.op) in WEIGHT_GEMMS:
         return True
-    return op.op.split("[", 1)[0] in WEIGHT_CONVS and op.phase in ("forward", "backward")
+    return base_op(op.op) in WEIGHT_CONVS and op.phase in ("forward", "backward")
 
 
 def gemm_weight_elements(prof: ModelProfile, ops) -> np.ndarray:
