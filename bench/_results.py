@@ -89,16 +89,32 @@ def summary_row(*, regime: str, metric: str, value: float, unit: str, n: int, an
             "baseline_value": _number("baseline_value", baseline_value, optional=True)}
 
 
+def cpu_label(cpuinfo: str) -> str | None:
+    """The first processor's model name in ``/proc/cpuinfo`` text (None without one). A name
+    without a model number (a virtual machine's "AMD EPYC") gets the CPU family and model the
+    text gives, so two generations under one name stay apart (Zen 3 and Zen 4 EPYCs are both
+    family 25)."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if not key.strip() and fields:
+            break   # the end of the first processor's block
+        fields.setdefault(key.strip(), " ".join(value.split()))
+    name = fields.get("model name")
+    if name and not any(c.isdigit() for c in name) and fields.get("cpu family", "").isdigit() \
+            and fields.get("model", "").isdigit():
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return name or None
+
+
 def _cpu_name() -> str:
-    """The CPU's model name where the OS gives one (``platform.processor()`` says only
-    ``x86_64`` on Linux), else ``platform.processor()``."""
+    """:func:`cpu_label` of this machine (``platform.processor()`` says only ``x86_64`` on
+    Linux), else ``platform.processor()``."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return " ".join(line.split(":", 1)[1].split())
+        name = cpu_label(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        name = None
+    return name or platform.processor() or platform.machine()
 
 
 #: ``--tag`` help of the benches whose figures depend on the machine they run on.

@@ -139,3 +139,12 @@ def test_a_tagged_run_keeps_its_own_file_and_names_the_processor(monkeypatch):
         "cpu_estimate_band_xeon", "CPU steps, on Intel(R) Xeon(R) Processor")
     with pytest.raises(InvalidArgumentError, match="--tag 'a b'"):
         results.tagged("cpu_estimate_band", "CPU steps", "a b")
+
+
+def test_a_cpu_name_without_a_model_number_gets_its_family_and_model():
+    zen4 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+            "model name\t: AMD EPYC\n\nprocessor\t: 1\ncpu family\t: 26\nmodel\t\t: 2\n")
+    assert results.cpu_label(zen4) == "AMD EPYC (family 25, model 17)"
+    named = "cpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC 7763 64-Core Processor\n"
+    assert results.cpu_label(named) == "AMD EPYC 7763 64-Core Processor"
+    assert results.cpu_label("Hardware\t: BCM2835\n") is None
