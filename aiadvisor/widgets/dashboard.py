@@ -156,7 +156,7 @@ class Dashboard(W.VBox):
         """The "Calibrate" button and its status line (shown by :meth:`_refresh` only while the
         target is the attached device, not benchmarked)."""
         try:
-            self._attached = detection.detect().name
+            self._attached = detection.detect(anchor=False).name
         except Exception:  # noqa: BLE001 - detect never raises; a broken probe hides the button
             self._attached = None
         self.calibrate = W.Button(

@@ -52,6 +52,11 @@ def _fake_cpu(monkeypatch, **fields):
                       "num_cores": 2, "num_threads": 2, "mhz": 2445.4,
                       "isa_flags": ("avx", "avx2", "fma"), "memory_bytes": 24 * 2**30, **fields})
     monkeypatch.setattr(detection, "cpu_info", lambda: info)
+    # The whole fake CPU is this process's, and its figures are the formula's: the tests of
+    # a container's share and of the quick-matmul anchor below undo these two.
+    monkeypatch.setattr(detection, "usable_cpu_cores",
+                        lambda cpu: (cpu.num_cores, "physical cores"))
+    monkeypatch.setattr(detection, "anchored_cpu_spec", lambda spec: spec)
     return info
 
 
@@ -239,3 +244,80 @@ def test_apple_silicon_matches_whatever_memory_it_was_bought_with(monkeypatch):
     _fake_cpu(monkeypatch, model="Apple M3 Max", memory_bytes=36 * 2**30)
     device = probe()
     assert device.backend == "mps" and device.catalog_name == "Apple M3 Max (40-core GPU)"
+
+
+def test_a_container_quota_prices_the_cores_the_process_has(monkeypatch):
+    """Binder and Docker show the host's /proc/cpuinfo (here 64 cores) while the cgroup quota
+    gives the process 2 CPUs: the estimate counts the 2."""
+    from aiadvisor.hardware import threads
+
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, num_cores=64, num_threads=128)
+    monkeypatch.setattr(detection, "usable_cpu_cores", _real_usable_cores)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": 2.0)
+    monkeypatch.setattr(detection.os, "sched_getaffinity", lambda pid: set(range(128)))
+    spec = detect()
+    # 2 cores x 2.4454 GHz x 32 FLOP/cycle (AVX2) = 156.5 GFLOP/s, 2 x 15 GB/s of bandwidth.
+    assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000, rel=1e-3)
+    assert spec.memory_bw_gbs == pytest.approx(30.0)
+    assert spec.name == "AMD EPYC (local CPU, 2 cores)"
+    assert "container CPU quota" in spec.notes
+
+
+def test_a_catalog_cpu_in_a_container_keeps_its_share_of_the_row(monkeypatch):
+    from aiadvisor.hardware import threads
+
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, model="Intel(R) Xeon(R) Platinum 8480+", vendor_id="GenuineIntel",
+              family=6, num_cores=56)
+    monkeypatch.setattr(detection, "usable_cpu_cores", _real_usable_cores)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": 2.0)
+    monkeypatch.setattr(detection.os, "sched_getaffinity", lambda pid: set(range(128)))
+    spec = detect()
+    # The row: 56 cores, fp32 7.17, bf16 (AMX) 114.7 TFLOP/s, 307.2 GB/s. Two of its cores:
+    # 7.17 x 2/56 = 0.256, 114.7 x 2/56 = 4.096, bandwidth 2 x 15 = 30 GB/s.
+    assert spec.fp32_tflops == pytest.approx(0.2561, rel=1e-3)
+    assert spec.bf16_tflops == pytest.approx(4.096, rel=1e-3)
+    assert spec.memory_bw_gbs == pytest.approx(30.0)
+    assert "2 of the row's 56 cores (container CPU quota)" in spec.notes
+    assert spec.notes.startswith("Detected local CPU")
+
+
+def test_the_quick_matmul_scales_the_estimated_peaks(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, isa_flags=("avx", "avx2", "fma", "avx512f", "avx512_bf16"))
+    monkeypatch.setattr(detection, "anchored_cpu_spec", _real_anchor)
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    plain = detect(anchor=False)
+    learned = detection._learned_matmul_seconds(plain, 512)
+    # The matmul ran 1.5x faster than the cost model priced it at the estimated peak: every
+    # peak x 1.5 (fp32 2 x 2.4454 GHz x 32 = 0.1565 -> 0.2348; bf16 twice that).
+    monkeypatch.setattr(detection, "_quick_matmul_seconds", lambda n, repeats=9: learned / 1.5)
+    spec = detect()
+    assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000 * 1.5, rel=1e-3)
+    assert spec.bf16_tflops == pytest.approx(2 * 2.4454 * 64 / 1000 * 1.5, rel=1e-3)
+    assert spec.notes.startswith("Peaks scaled by a quick matmul (x1.50)")
+    assert "fp32_tflops is ESTIMATED" in spec.notes and not spec.measured
+    assert spec.memory_bw_gbs == plain.memory_bw_gbs and spec.name == plain.name
+    # A timing 10x away from the estimate is not trusted: the estimate stays.
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    monkeypatch.setattr(detection, "_quick_matmul_seconds", lambda n, repeats=9: learned / 10)
+    assert detect().fp32_tflops == plain.fp32_tflops
+
+
+def test_the_quick_matmul_draws_no_random_numbers_and_sizes_up_with_the_peak(monkeypatch):
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    torch.manual_seed(7)
+    state = torch.get_rng_state()
+    spec = _real_anchor(detect(anchor=False))
+    assert torch.equal(torch.get_rng_state(), state)
+    assert spec.kind != "cpu" or spec.measured or spec.notes.startswith(detection.ANCHOR_MARK)
+    # n doubles from 512 while the estimated peak would run it in under 1 ms:
+    # 2 x 512^3 = 0.27 GFLOP -> 1.3 ms at 0.2 TFLOP/s; 2 x 1024^3 = 2.1 GFLOP -> 1.07 ms at 2.
+    assert detection._anchor_size(0.2) == 512
+    assert detection._anchor_size(2.0) == 1024
+    assert detection._anchor_size(100.0) == 2048
+
+
+_real_usable_cores = detection.usable_cpu_cores
+_real_anchor = detection.anchored_cpu_spec
