@@ -23,6 +23,16 @@ not picked: MAPE 20.9 %, signed +1.6 %, 36/44 inside with 0.26 (32 without), pic
 bandwidth the EPYC's calibration measured; chosen after seeing that run): MAPE 17.3 %, signed
 +8.2 %, 41/44 inside (38 without), picked 0.00.
 
+Third and fourth CPUs, held out from every constant: a 2-core Zen 3 EPYC VM (AVX2, no BF16;
+``--tag epyc_avx2``): MAPE 13.2 %, signed +7.8 %, 44/44 inside. A 2-core Zen 4 EPYC VM
+(``--tag epyc_zen4``, 2026-12-07): MAPE 28.8 %, signed +26.8 % (every model but two predicted
+slow, the MLP +45 %), 36/44 inside: /proc/cpuinfo's 2596 MHz is the nominal clock, and a
+512 x 512 matmul ran 1.41x faster than the cost model priced it at the estimated peak. Then
+``detection.anchored_cpu_spec`` (the peaks scaled by that quick matmul, timed in the user's
+process): against the same measured steps 10.6 % (signed +0.9 %); the bench rerun with it
+12.3 % (signed -8.2 %, on a slower moment of the VM: the same steps measured up to 1.5x
+slower than in the first run), 43/44 inside (42 without the spread).
+
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

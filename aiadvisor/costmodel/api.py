@@ -246,10 +246,11 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
     elif spec.kind == "cpu" and LOCAL_CPU_MARK in spec.name:
         level = "low"
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
-                     "flags and clock) with efficiency curves learned on NVIDIA GPUs (low "
-                     "confidence; on two development CPUs such estimates were 13-17 % off "
-                     "on average, single models up to 35 % on one of them, so the likely "
-                     "range is wide). hardware='local' (CLI: --hardware local) times its "
+                     "flags and clock, scaled by one quick matmul timed here) with efficiency "
+                     "curves learned on NVIDIA GPUs (low confidence; on the three CPUs last "
+                     "checked such estimates were 12-17 % off on average, single models up "
+                     "to 35 %, so the likely range is wide). hardware='local' (CLI: "
+                     "--hardware local) times its "
                      "matmuls, bandwidth and ops (once: cached on disk for later sessions) and "
                      "predicts from them.")
     elif spec.vendor.upper() != "NVIDIA" or spec.kind != "gpu":

@@ -167,8 +167,8 @@ class Dashboard(W.VBox):
             layout=W.Layout(width="210px", flex="0 0 auto"))
         self.calibrate.on_click(self._on_calibrate)
         self.calibrate_status = W.HTML(
-            "Predicted from this device's estimated peaks (13-17 % off on average on two "
-            "development CPUs). Calibrating times its matmuls, bandwidth and ops: 15-40 s on a "
+            "Predicted from this device's estimated peaks (12-17 % off on average on the three "
+            "CPUs last checked). Calibrating times its matmuls, bandwidth and ops: 15-40 s on a "
             "CPU, once (cached on disk).")
         self.calibrate_status.add_class("aa-meta")
         self.calibrate_row = W.HBox([self.calibrate, self.calibrate_status],
