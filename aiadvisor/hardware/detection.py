@@ -559,7 +559,8 @@ def _learned_matmul_seconds(spec: HardwareSpec, n: int) -> float:
     inference, traced on the meta device; compute and memory, no host time)."""
     import torch
 
-    from .. import predict, profile
+    from ..costmodel import predict
+    from ..profiler import profile
 
     with torch.random.fork_rng(devices=[]):
         layer = torch.nn.Linear(n, n, bias=False, device="meta")
