@@ -84,6 +84,7 @@ from ..hardware.calibrate import (
     CONV_CALL_SUFFIX,
     MAX_POOL_OP,
     SKINNY_SHAPES,
+    STEP_SUFFIX,
     base_op,
 )
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS
@@ -204,6 +205,11 @@ class LocalCalibration:
     """dtype -> (log K, log rows, log FLOP/s) of the skinny GEMMs timed at a shorter K
     (:data:`~aiadvisor.hardware.calibrate.SKINNY_NARROW_SHAPES`); the skinny grid's own K is
     :data:`SKINNY_K`."""
+    skinny_hot: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log rows, log FLOP/s) of the skinny GEMMs timed on one weight matrix in cache
+    (:data:`~aiadvisor.hardware.calibrate.SKINNY_HOT_SHAPES`), by increasing rows: the price
+    of a recurrent layer's per-step GEMMs (:data:`~aiadvisor.hardware.calibrate.STEP_SUFFIX`).
+    Empty in a calibration from before they were timed."""
     bw_gbs: float | None = None
     """Measured streaming bandwidth (GB/s)."""
     conv: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -268,6 +274,7 @@ class LocalCalibration:
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
+        hot: dict[str, list[tuple[float, float]]] = {}
         narrow: dict[float, dict[str, list[tuple[float, float]]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
         conv_points: list = []
@@ -289,6 +296,10 @@ class LocalCalibration:
             if work <= 0 or p.seconds <= 0:
                 continue
             dtype = getattr(p, "dtype", "float32")
+            if p.family == "gemm-skinny-hot":
+                rows = gemm_rows(p.flops, p.num_bytes, dtype)
+                hot.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                continue
             if p.family == "gemm-skinny":
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
                 inner = getattr(p, "inner", 0.0) or SKINNY_K
@@ -332,12 +343,14 @@ class LocalCalibration:
                 weight[dtype] = fit_gemm_weight(curve, pts, base)
         cold = {key: pts for key, pts in by_key.items() if key[0].endswith(COLD_SUFFIX)}
         rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
+        hot_rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in hot.items()}
         narrow_rates = {dt: (float(np.log(k)), *(np.array(v) for v in zip(*sorted(pts))))
                         for k, by_dtype in narrow.items() for dt, pts in by_dtype.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
                    optimizer=fit_optimizers(result.optimizer), date=result.date,
-                   skinny=rates, skinny_narrow=narrow_rates, bw_gbs=result.memory_bw_gbs,
+                   skinny=rates, skinny_narrow=narrow_rates, skinny_hot=hot_rates,
+                   bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
                    conv_call=conv_call, conv_weight=conv_weight,
                    cold=_cold_slowdowns(cold, curves), first_touch_s_per_byte=first_touch,
@@ -354,8 +367,10 @@ class LocalCalibration:
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
         does not (the matmul curve of the precision serves it). A forward GEMM with
         ``weight_elements`` (per call; 0 or None: unknown) adds
-        :meth:`gemm_weight_seconds`, unless priced as skinny."""
+        :meth:`gemm_weight_seconds`, unless priced as skinny; a recurrent layer's per-step
+        GEMM (``[step]``) takes the skinny rate on a weight in cache (:attr:`skinny_hot`)."""
         out = np.full(len(names), np.nan)
+        steps = np.array([str(n).endswith(STEP_SUFFIX) for n in names], dtype=bool)
         if dtypes is None:
             dtypes = np.full(len(names), "float32", dtype=object)
         groups: dict[tuple[str, str, str], list[int]] = {}
@@ -418,7 +433,26 @@ class LocalCalibration:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype, weight_elements=weight_elements,
                                      written_bytes=written_bytes)
+            if fam == "gemm-forward" and dtype in self.skinny_hot:
+                hot_rows = np.asarray(rows)[steps[rows]]
+                if len(hot_rows):
+                    self._hot_skinny_seconds(out, hot_rows, flops_per_call, bytes_per_call,
+                                             dtype)
         return out
+
+    def _hot_skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
+                            num_bytes: np.ndarray, dtype: str) -> None:
+        """Overwrite the time of a recurrent layer's per-step GEMMs among ``rows`` (in place)
+        with the rate of the skinny GEMMs timed on one weight in cache at their row count
+        (log-log between the timed rows; beyond the largest, the square linear grid's price,
+        left as it is)."""
+        f, b = flops[rows], num_bytes[rows]
+        m = gemm_rows(f, b, dtype)
+        log_m, log_rate = self.skinny_hot[dtype]
+        thin = (m <= float(np.exp(log_m[-1])) * (1 + 1e-9)) & (f > 0)
+        if thin.any():
+            rate = np.exp(np.interp(np.log(np.maximum(m[thin], 1.0)), log_m, log_rate))
+            out[rows[thin]] = f[thin] / rate
 
     def _attention_seconds(self, name: str, dtype: str, flops: np.ndarray,
                            num_bytes: np.ndarray) -> np.ndarray | None:

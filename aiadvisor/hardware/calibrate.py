@@ -62,6 +62,14 @@ SKINNY_SHAPES = tuple((m, 2048, 2048) for m in (1, 2, 4, 8, 16, 32, 64))
 #: grid: a library's kernel choice changes with M (that CPU ran M = 2 at half M = 1's bytes
 #: per second at K = 2048), and the two grids are compared row count by row count.
 SKINNY_NARROW_SHAPES = tuple((m, 512, 8192) for m in (1, 2, 4, 8, 16, 32, 64))
+#: Skinny forward GEMMs on one small weight matrix, looped over (family ``gemm-skinny-hot``): a
+#: recurrent layer's hidden-to-hidden GEMM (:data:`STEP_SUFFIX`) multiplies the same matrix
+#: at every time step, so it stays in cache, where the skinny grid times weights from DRAM.
+#: 256 x 1024 (1 MiB in FP32; an LSTM's four or a GRU's three gates of a 256-wide hidden state
+#: are 1024 and 768 wide). Measured on a 2-core Zen 4 EPYC VM (FP32): a GRU tagger's 16 x 256 x
+#: 768 step GEMM ran at 61-65 us a call (103 GFLOP/s) where the skinny grid's M = 16 rate
+#: priced it at 98 us, and the square linear grid's curve at its FLOPs at 32 us.
+SKINNY_HOT_SHAPES = tuple((m, 256, 1024) for m in (1, 4, 16, 64))
 #: Bytes of weight matrices each skinny timing cycles through: a decode step streams every
 #: weight once, from DRAM. Measured on the 2-core development CPU (480 MB of L3 reported,
 #: shared by its VM host): M=1 of 2048 x 2048 at 42 GB/s cycling 128 MB, 31-33 GB/s cycling
@@ -279,10 +287,11 @@ def _attention_cases(torch: Any, seq: int, dev: str, f: Any) -> list[tuple[str, 
 def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=LINEAR_SHAPES, skinny=SKINNY_SHAPES,
-                  wide=WIDE_SHAPES, narrow=SKINNY_NARROW_SHAPES,
+                  wide=WIDE_SHAPES, narrow=SKINNY_NARROW_SHAPES, hot=SKINNY_HOT_SHAPES,
                   dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
     """Forward and backward GEMMs of linear layers, forward GEMMs of ones with large weights
-    (family ``gemm-forward-wide``) and of skinny ones (family ``gemm-skinny``). A backward point
+    (family ``gemm-forward-wide``), of skinny ones (family ``gemm-skinny``) and of skinny ones
+    on one weight matrix in cache (family ``gemm-skinny-hot``). A backward point
     stands for one of its two GEMM calls (2 M K N FLOPs, half the measured time), as the
     profiler records them."""
     points = []
@@ -314,6 +323,17 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
         points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
                                 min_time_s=min_time_s, step=step, shapes=(*skinny, *narrow),
                                 dtype=dtype)
+        for m, k, n in hot:
+            step(f"linear {dtype} {m}x{k}x{n} one weight")
+            x, w = torch.randn(m, k, device=dev, dtype=f), torch.randn(n, k, device=dev, dtype=f)
+            b = torch.randn(n, device=dev, dtype=f)
+            with torch.no_grad():
+                fwd = time_op(functools.partial(torch.nn.functional.linear, x, w, b),
+                              sync=sync, min_time_s=min_time_s)
+            points.append(OpPoint(op="aten.addmm", family="gemm-skinny-hot",
+                                  num_bytes=size * (m * k + k * n + n + m * n),
+                                  flops=2.0 * m * k * n, seconds=fwd, dtype=dtype,
+                                  weight_elements=float(k * n), inner=float(k)))
     return points
 
 

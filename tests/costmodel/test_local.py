@@ -924,3 +924,39 @@ def test_cpu_attention_time_grows_with_the_blocks_at_one_sequence_length():
     assert seconds(4e6, 1.28e9) == pytest.approx(2 * 4.2e-3)
     # Below the shortest: the shortest's per-byte time (16 blocks at seq 32: 0.5e6 bytes).
     assert seconds(0.5e6, 1e7) == pytest.approx(0.7e-3)
+
+
+def test_a_recurrent_step_gemm_takes_the_skinny_rate_of_a_weight_in_cache():
+    import dataclasses
+
+    def point(family, m, k, n, gflops):
+        # Bytes of the weight alone, so that the rows the model reads back (M K N / bytes in
+        # elements) are exactly m.
+        flops = 2.0 * m * k * n
+        return OpPoint(op="aten.addmm", family=family, num_bytes=4.0 * k * n, flops=flops,
+                       seconds=flops / (gflops * 1e9))
+
+    pts = (point("gemm-skinny-hot", 1, 256, 1024, 20), point("gemm-skinny-hot", 16, 256, 1024, 80),
+           point("gemm-skinny", 1, 2048, 2048, 10), point("gemm-skinny", 64, 2048, 2048, 40),
+           point("gemm-forward", 256, 256, 256, 100), point("gemm-forward", 1024, 1024, 1024, 150))
+    cal = LocalCalibration.from_benchmark(dataclasses.replace(_benchmark(), ops=pts), "fp32")
+    flops, num_bytes = 2.0 * 4 * 256 * 768, 4.0 * 256 * 768   # 4 rows of a GRU's 256 -> 768
+
+    def seconds(name, f=flops, b=num_bytes):
+        return cal.op_seconds(np.array([name], dtype=object),
+                              np.array(["gemm-forward"], dtype=object), np.array([b]),
+                              np.array([f]))[0]
+
+    # The step GEMM: 4 rows, half-way between 1 and 16 in log rows: sqrt(20 x 80) = 40 GFLOP/s.
+    assert seconds("aten.addmm[step]") == pytest.approx(flops / 40e9, rel=1e-6)
+    # The same GEMM outside a recurrence streams its weight: the cold grid, 1/3 of the way from
+    # 1 to 64 rows in log rows: 10 x 4^(1/3) = 15.87 GFLOP/s.
+    assert seconds("aten.addmm") == pytest.approx(flops / (10e9 * 4 ** (1 / 3)), rel=1e-6)
+    # Beyond the hot grid's 16 rows (32 here) a step GEMM keeps the cold grid's price.
+    assert seconds("aten.addmm[step]", 8 * flops, num_bytes) == pytest.approx(
+        seconds("aten.addmm", 8 * flops, num_bytes))
+    # A calibration without the hot grid (older than it) prices the step GEMM as before.
+    old = dataclasses.replace(cal, skinny_hot={})
+    assert old.op_seconds(np.array(["aten.addmm[step]"], dtype=object),
+                          np.array(["gemm-forward"], dtype=object), np.array([num_bytes]),
+                          np.array([flops]))[0] == pytest.approx(seconds("aten.addmm"))

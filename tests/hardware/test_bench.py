@@ -206,6 +206,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 2 M K N FLOPs a call.
     from aiadvisor.hardware.calibrate import (
         LINEAR_SHAPES,
+        SKINNY_HOT_SHAPES,
         SKINNY_NARROW_SHAPES,
         SKINNY_SHAPES,
         WIDE_SHAPES,
@@ -266,6 +267,12 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # Each timed cycling 512 MiB of weights (32 matrices of 16 MiB in FP32), beyond the
     # development CPU's share of its last-level cache.
     assert {p.cycle_bytes for p in result.ops if p.family == "gemm-skinny"} == {512 * 2**20}
+    # Skinny GEMMs on one 256 x 1024 weight, looped over (a recurrent layer's step GEMMs):
+    # M = 1, 4, 16 and 64 rows, 2 M K N FLOPs, no cycle.
+    hot = sorted((p.flops, p.inner, p.cycle_bytes) for p in result.ops
+                 if p.family == "gemm-skinny-hot")
+    assert hot == sorted((2.0 * m * k * n, k, 0.0) for m, k, n in SKINNY_HOT_SHAPES)
+    assert [m for m, _, _ in SKINNY_HOT_SHAPES] == [1, 4, 16, 64]
     # AdamW, SGD with momentum and SGD, three sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
     assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
@@ -275,8 +282,8 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert again.from_cache and again.ops == result.ops and again.optimizer == result.optimizer
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
-    # 30 grid ops at two sizes, addmm and mm of the linear layers, the large-weight and the
-    # skinny addmm, two
+    # 30 grid ops at two sizes, addmm and mm of the linear layers, the large-weight, the
+    # skinny and the skinny-on-one-weight addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch, the
     # square root of zeros.
     # Convolutions: forward and backward, in NCHW and in channels_last, and the 1,024-MAC one
@@ -284,7 +291,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 30, addmm, mm, convolution and its backward in each layout, the LSTM layer and its
     # backward, the first touch, the square root of zeros: 40.
     timings = (2 * 30 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
-               + len(SKINNY_NARROW_SHAPES)
+               + len(SKINNY_NARROW_SHAPES) + len(SKINNY_HOT_SHAPES)
                + 4 * (len(CONV_SHAPES) + 1)
                + 2 * len(RECURRENT_SHAPES) + 2)
     assert f"an op grid ({timings} timings of 40 ops)" in spec.notes
