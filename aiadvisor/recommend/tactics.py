@@ -315,13 +315,16 @@ def _autocast(ctx: Context, target: str, *, tactic_id: str, title: str) -> Recom
 
 def _peak_source(spec: HardwareSpec, target: str) -> str:
     """What a 16-bit peak in a rationale is for the attached CPU: timed by the device benchmark,
-    or worked out from its ISA flags and clock (a peak its matmuls reach about half of). Empty
+    or worked out from its ISA flags and clock, scaled by a quick matmul where one was timed
+    (:func:`~aiadvisor.hardware.detection.anchored_cpu_spec`; a peak its matmuls reach about
+    half of). Empty
     for a catalog row: a datasheet figure, its source in the catalog."""
-    from ..hardware.detection import BF16_ESTIMATE_MARK
+    from ..hardware.detection import ANCHOR_MARK, BF16_ESTIMATE_MARK
 
     if spec.kind != "cpu":
         return ""
-    estimated = " (estimated from its ISA flags and clock, a peak: not measured)"
+    scaled = ", scaled by a quick matmul" if spec.notes.startswith(ANCHOR_MARK) else ""
+    estimated = f" (estimated from its ISA flags and clock{scaled}, a peak: not measured)"
     if target == "bf16" and BF16_ESTIMATE_MARK in spec.notes:
         return estimated
     if spec.measured:

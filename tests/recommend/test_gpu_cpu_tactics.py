@@ -416,7 +416,7 @@ def test_a_cpu_bf16_peak_says_whether_it_was_measured_or_estimated(mlp_train):
     # The attached CPU before its benchmark: 2 cores x 2600 MHz x 1024 bf16 FLOP/cycle (AMX)
     # = 5.3248 TFLOPS, a figure worked out from /proc/cpuinfo, not timed; after the benchmark
     # timed bf16 it is the best matmul measured. A catalog CPU's figure is its datasheet's.
-    from aiadvisor.hardware.detection import BF16_ESTIMATE_MARK
+    from aiadvisor.hardware.detection import ANCHOR_MARK, BF16_ESTIMATE_MARK
     from aiadvisor.schema import HardwareSpec
 
     detected = HardwareSpec(name="Local Xeon", vendor="Intel", kind="cpu", fp32_tflops=0.3328,
@@ -434,6 +434,11 @@ def test_a_cpu_bf16_peak_says_whether_it_was_measured_or_estimated(mlp_train):
     assert "has 5.325 dense bf16 TFLOPS (estimated from its ISA flags and clock, a peak: not " \
            "measured)" in rationale(detected)
     assert "has 2.1 dense bf16 TFLOPS (the best matmul measured on it)" in rationale(benchmarked)
+    # Scaled by the quick matmul (detection.anchored_cpu_spec): still an estimate, said so.
+    anchored = dataclasses.replace(detected, bf16_tflops=7.0,
+                                   notes=f"{ANCHOR_MARK} (x1.31): ... " + detected.notes)
+    assert "has 7 dense bf16 TFLOPS (estimated from its ISA flags and clock, scaled by a quick " \
+           "matmul, a peak: not measured)" in rationale(anchored)
     catalog = _context(mlp_train, ParallelConfig(), spec_name="Intel Xeon Platinum 8480+",
                        precision="fp32").spec
     rec = tactics.bf16_autocast(_context(mlp_train, ParallelConfig(), spec=catalog,
