@@ -304,7 +304,8 @@ def _cpu_spec(cpu: CpuInfo, reason: str | None, *, cores: int | None = None,
     if cores_source and cores_source != "physical cores":
         estimate += f" Cores: the {cpu.num_cores} this process can use ({cores_source})."
     spec = HardwareSpec(
-        name=f"{cpu.model} (local CPU, {cpu.num_cores} cores)", vendor=_cpu_vendor(cpu),
+        name=f"{cpu.model} (local CPU, {cpu.num_cores} core{'' if cpu.num_cores == 1 else 's'})",
+        vendor=_cpu_vendor(cpu),
         kind="cpu", memory_gb=None if cpu.memory_bytes is None else cpu.memory_bytes / 1024**3,
         fp32_tflops=fp32, bf16_tflops=bf16, memory_bw_gbs=bandwidth,
         source="detected: /proc/cpuinfo, /proc/meminfo",

@@ -321,3 +321,15 @@ def test_the_quick_matmul_draws_no_random_numbers_and_sizes_up_with_the_peak(mon
 
 _real_usable_cores = detection.usable_cpu_cores
 _real_anchor = detection.anchored_cpu_spec
+
+
+def test_a_process_pinned_to_one_cpu_is_priced_on_one_core(monkeypatch):
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, num_cores=2)
+    monkeypatch.setattr(detection, "usable_cpu_cores", _real_usable_cores)
+    monkeypatch.setattr(detection.os, "sched_getaffinity", lambda pid: {0})   # taskset -c 0
+    spec = detect()
+    # 1 x 2.4454 GHz x 32 FLOP/cycle = 78.3 GFLOP/s, 15 GB/s.
+    assert spec.name == "AMD EPYC (local CPU, 1 core)"
+    assert spec.fp32_tflops == pytest.approx(2.4454 * 32 / 1000, rel=1e-3)
+    assert spec.memory_bw_gbs == pytest.approx(15.0) and "(CPU affinity)" in spec.notes
