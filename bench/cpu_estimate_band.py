@@ -31,7 +31,11 @@ slow, the MLP +45 %), 36/44 inside: /proc/cpuinfo's 2596 MHz is the nominal cloc
 ``detection.anchored_cpu_spec`` (the peaks scaled by that quick matmul, timed in the user's
 process): against the same measured steps 10.6 % (signed +0.9 %); the bench rerun with it
 12.3 % (signed -8.2 %, on a slower moment of the VM: the same steps measured up to 1.5x
-slower than in the first run), 43/44 inside (42 without the spread).
+slower than in the first run), 43/44 inside (42 without the spread), and again with three
+rounds 14.7 % (signed -11.2 %, 66/66 inside, 62 without; the GPT decoder's inference measured
+207-210 ms where the first run measured 161-171 and the calibrated bench 142). The quick
+matmul is timed at one moment and the steps at another: on a VM whose speed moves by 1.3-1.5x
+from minute to minute, the estimate moves with it.
 
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
