@@ -583,7 +583,12 @@ def anchored_cpu_spec(spec: HardwareSpec) -> HardwareSpec:
     it at the estimated peak, and the eleven models of ``bench/cpu_estimate_band.py`` were
     predicted 28 % slow on average (signed +28 %); with the peaks scaled by this factor, 10.6 %
     (signed +0.9 %), against the same measured steps. Every other figure (the learned curves,
-    the bandwidth estimate, the band) is unchanged, and the spec still says it is an estimate."""
+    the bandwidth estimate, the band) is unchanged, and the spec still says it is an estimate.
+
+    Cost: the matmul about 20 ms on 2 cores; pricing it profiles and predicts a one-layer model,
+    about 2 s in a process that has done neither yet (imports, the host-cost timings), which a
+    report then does not pay again: ``aa.advise`` of a small MLP in a fresh process took
+    2.5-2.7 s with the anchor and without it (three runs each, the Zen 4 VM)."""
     global _anchoring
     if spec.kind != "cpu" or spec.measured or not spec.fp32_tflops or _anchoring:
         return spec
@@ -658,8 +663,8 @@ def detect(benchmark: bool = False, *, refresh: bool = False, cache_dir: str | N
         Extra keyword arguments for :func:`~aiadvisor.hardware.benchmark` (sizes, precisions...).
     anchor : bool
         Without a benchmark, scale a CPU's estimated peaks by one quick matmul timed here
-        (:func:`anchored_cpu_spec`, about 0.1 s once per process); False keeps the figures
-        from the ISA flags and the reported clock alone.
+        (:func:`anchored_cpu_spec`, once per process); False keeps the figures from the ISA
+        flags and the reported clock alone.
 
     Returns
     -------
