@@ -38,6 +38,7 @@ from .calibrate import (
     GPU_ELEMENTS,
     LINEAR_SHAPES,
     RECURRENT_SHAPES,
+    SKINNY_HOT_SHAPES,
     SKINNY_NARROW_SHAPES,
     SKINNY_SHAPES,
     WIDE_SHAPES,
@@ -686,7 +687,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
     if config["ops"]:
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
                      + (len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
-                        + len(SKINNY_NARROW_SHAPES)
+                        + len(SKINNY_NARROW_SHAPES) + len(SKINNY_HOT_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         # Cold inputs, the first touch and the square root of zeros.
