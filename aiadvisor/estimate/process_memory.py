@@ -91,6 +91,15 @@ CUBLAS_WORKSPACE_BYTES = {"hopper+": 32 * MiB, "other": 8 * MiB + 128 * KiB}
 #: 0.13 MiB of tensors): 1.96 MiB in inference, 5.69 MiB in training, the same in two runs.
 #: Bigger GEMMs and convolutions touch more library scratch than this: an underestimate there.
 FIRST_STEP_RESIDENT_BYTES = {"infer": 2 * MiB, "train": 6 * MiB}
+#: How far the resident set of the same step moves from one fresh process to the next, either
+#: way: half the range over the middle of six fresh processes running ResNet-50 inference on
+#: the development CPU (623 to 696 MiB: +-5.5 %; where each chunk lands depends on what the
+#: heap held before, see :mod:`aiadvisor.profiler.heap_replay`). The P10-P90 band of the CPU
+#: resident set reaches at least this far each side of the prediction: the heap's own band
+#: (the live tensors alone to a second copy of them) is a few per cent wide where the step's
+#: tensors are small beside the process (a ViT-Base inference on a 2-core Zen 4 VM: 743-783
+#: MiB, measured 790).
+PROCESS_RSS_SPREAD = 0.055
 
 
 def _chunk(nbytes: int) -> int:
@@ -533,7 +542,9 @@ def process_estimate(facts: dict, *, mode: str, peak_bytes: int, weights_bytes: 
              "ran the model's largest GEMM once (measured at profile time), and the first "
              f"step's runtime pages ({first / MiB:.0f} MiB, measured once on the development "
              "CPU); assumes no optimizer state is resident yet.")
+    low = min(fixed + transient + (first + library) / 2, total * (1 - PROCESS_RSS_SPREAD))
+    high = max(fixed + transient * (ratio + 1) + first + library,
+               total * (1 + PROCESS_RSS_SPREAD))
     return ProcessEstimate(
         process_bytes=int(total), label=label, cuda_reserved_bytes=reserved,
-        process_low_bytes=int(fixed + transient + (first + library) / 2),
-        process_high_bytes=int(fixed + transient * (ratio + 1) + first + library))
+        process_low_bytes=int(low), process_high_bytes=int(high))

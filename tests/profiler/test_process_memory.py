@@ -117,6 +117,16 @@ def test_process_estimate_arithmetic():
     # Band: a heap keeping only the live tensors, half the first-step and library pages
     # (400 + 160 + 8), to one keeping a second copy of them (400 + 160 x 3 + 6 + 10).
     assert (e.process_low_bytes, e.process_high_bytes) == (568 * MiB, 896 * MiB)
+    # A step whose tensors are small beside the process (20 MiB beside 500): the heap's band
+    # would be 521-542 MiB (500 + 20 + 1 to 500 + 40 + 2); fresh processes move +-5.5 %, so
+    # the band is 522 x 0.945 = 493.29 to 522 x 1.055 = 550.71 MiB.
+    small = pm.process_estimate({**facts, "heap_ratio": 1.0, "library_bytes": 0,
+                                 "rss_bytes": 500 * MiB, "resident_model_bytes": 100 * MiB},
+                                mode="infer", peak_bytes=120 * MiB, weights_bytes=100 * MiB,
+                                inputs_bytes=0)
+    assert small.process_bytes == 522 * MiB
+    assert small.process_low_bytes == int(522 * MiB * 0.945)
+    assert small.process_high_bytes == int(522 * MiB * 1.055)
     assert "RSS" in e.label
     # Reserved: 200 x 1.25 (the replayed reserved-to-live ratio) + 8.125 MiB cuBLAS workspace
     # (non-Hopper)
