@@ -64,6 +64,9 @@ epyc_avx2``): tuned 5.2 %, held out 8.2 % (GRU inference +26 %). A 2-core Zen 4 
 rate of skinny GEMMs timed on one weight in cache (``gemm-skinny-hot``; they had the skinny
 grid's, which streams its weights from DRAM; chosen after seeing the GRU on both VMs): held out
 6.1 % (signed +1.6 %, 10/10 inside), GRU inference +26 % -> +0.1 %, its training +3 -> -10 %.
+Then the hidden state's gradient in backward (the GEMM through ``weight_hh``) went by that
+rate too, apart from the weight gradients it had been averaged with: held out 6.4 % (signed
+-1.7 %, 10/10 inside; fastest round 3.2 %), GRU training -10 % -> -3 %.
 The tuned set rerun after it (no per-step GEMMs in it, so nothing of the change): 11.4 %,
 signed +11.4 %, 0 of 12 fast, but the fastest round 5.1 %: the rounds' device benchmarks moved
 (the decoder's inference predicted 162 ms at the median, 144 in the fastest round, measured

@@ -368,7 +368,8 @@ class LocalCalibration:
         does not (the matmul curve of the precision serves it). A forward GEMM with
         ``weight_elements`` (per call; 0 or None: unknown) adds
         :meth:`gemm_weight_seconds`, unless priced as skinny; a recurrent layer's per-step
-        GEMM (``[step]``) takes the skinny rate on a weight in cache (:attr:`skinny_hot`)."""
+        GEMM (``[step]``, forward or the hidden state's gradient in backward) takes the skinny
+        rate on a weight in cache (:attr:`skinny_hot`)."""
         out = np.full(len(names), np.nan)
         steps = np.array([str(n).endswith(STEP_SUFFIX) for n in names], dtype=bool)
         if dtypes is None:
@@ -433,7 +434,7 @@ class LocalCalibration:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype, weight_elements=weight_elements,
                                      written_bytes=written_bytes)
-            if fam == "gemm-forward" and dtype in self.skinny_hot:
+            if fam in ("gemm-forward", "gemm-backward") and dtype in self.skinny_hot:
                 hot_rows = np.asarray(rows)[steps[rows]]
                 if len(hot_rows):
                     self._hot_skinny_seconds(out, hot_rows, flops_per_call, bytes_per_call,

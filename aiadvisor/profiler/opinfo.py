@@ -243,7 +243,8 @@ def record_suffix(packet, args, param_names: dict | None = None) -> str:
     the same). The layout sets both a convolution's and a pool's time (channels_last pools ran
     10x faster there). ``"[step]"`` on a recurrent layer's hidden-to-hidden GEMM (its weight
     is a ``weight_hh_*`` parameter, by ``param_names``: storage id -> parameter name), run once
-    per time step (:data:`~aiadvisor.hardware.calibrate.STEP_SUFFIX`). See
+    per time step (:data:`~aiadvisor.hardware.calibrate.STEP_SUFFIX`), and in backward the
+    GEMM that takes the hidden state's gradient back through that weight. See
     :mod:`aiadvisor.costmodel.local` for how they are priced."""
     suffix = ""
     if packet is aten.native_batch_norm and len(args) > 5 and args[5] is False:

@@ -395,7 +395,8 @@ class Recorder(TorchDispatchMode):
         """``(M, K, N)`` of the forward 2-D GEMM with the largest ``K x N`` (``_note_gemm``)."""
         self.param_names: dict[int, str] = {}
         """Storage id -> parameter name of the traced stand-ins (names a recurrent layer's
-        per-step GEMM, :func:`~aiadvisor.profiler.opinfo.record_suffix`)."""
+        per-step GEMMs, forward and the hidden state's gradient in backward,
+        :func:`~aiadvisor.profiler.opinfo.record_suffix`)."""
 
     # -- tensor lifetimes ------------------------------------------------------------------
     def track(self, t: torch.Tensor, category: str, module: str = "",
@@ -529,8 +530,7 @@ class Recorder(TorchDispatchMode):
             flops = 0
         dtype = str(out_tensors[0].dtype).removeprefix("torch.") if out_tensors else "none"
         key = (module, self.phase,
-               str(packet) + record_suffix(packet, args, self.param_names
-                                           if self.phase == "forward" else None))
+               str(packet) + record_suffix(packet, args, self.param_names))
         agg = self.aggs.get(key)
         if agg is None:
             agg = self.aggs[key] = Agg(op_class=op_class(packet), dtype=dtype)

@@ -949,6 +949,10 @@ def test_a_recurrent_step_gemm_takes_the_skinny_rate_of_a_weight_in_cache():
 
     # The step GEMM: 4 rows, half-way between 1 and 16 in log rows: sqrt(20 x 80) = 40 GFLOP/s.
     assert seconds("aten.addmm[step]") == pytest.approx(flops / 40e9, rel=1e-6)
+    # In backward, the hidden state's gradient through the same weight: the same rate.
+    assert cal.op_seconds(np.array(["aten.mm[step]"], dtype=object),
+                          np.array(["gemm-backward"], dtype=object), np.array([num_bytes]),
+                          np.array([flops]))[0] == pytest.approx(flops / 40e9, rel=1e-6)
     # The same GEMM outside a recurrence streams its weight: the cold grid, 1/3 of the way from
     # 1 to 64 rows in log rows: 10 x 4^(1/3) = 15.87 GFLOP/s.
     assert seconds("aten.addmm") == pytest.approx(flops / (10e9 * 4 ** (1 / 3)), rel=1e-6)
