@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -90,21 +91,20 @@ def summary_row(*, regime: str, metric: str, value: float, unit: str, n: int, an
 
 
 def cpu_label(cpuinfo: str) -> str | None:
-    """The first processor's model name in ``/proc/cpuinfo`` text (None without one). A name
-    without a model number (a virtual machine's "AMD EPYC") gets the CPU family and model the
-    text gives, so two generations under one name stay apart (Zen 3 and Zen 4 EPYCs are both
+    """The first processor's model name in ``/proc/cpuinfo`` text
+    (:func:`aiadvisor.hardware.detection.parse_cpuinfo`; None without one). A name without a
+    model number (a virtual machine's "AMD EPYC") gets the CPU family and model the text
+    gives, so two generations under one name stay apart (Zen 3 and Zen 4 EPYCs are both
     family 25)."""
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if not key.strip() and fields:
-            break   # the end of the first processor's block
-        fields.setdefault(key.strip(), " ".join(value.split()))
-    name = fields.get("model name")
-    if name and not any(c.isdigit() for c in name) and fields.get("cpu family", "").isdigit() \
-            and fields.get("model", "").isdigit():
-        name += f" (family {fields['cpu family']}, model {fields['model']})"
-    return name or None
+    from aiadvisor.hardware.detection import parse_cpuinfo
+
+    if not re.search(r"^(model name|hardware|cpu model)\s*:", cpuinfo, re.M | re.I):
+        return None
+    info = parse_cpuinfo(cpuinfo)
+    model = re.search(r"^model\s*:\s*(\d+)\s*$", cpuinfo.split("\n\n")[0], re.M)
+    if not any(c.isdigit() for c in info.model) and info.family is not None and model:
+        return f"{info.model} (family {info.family}, model {model.group(1)})"
+    return info.model
 
 
 def _cpu_name() -> str:

@@ -147,4 +147,5 @@ def test_a_cpu_name_without_a_model_number_gets_its_family_and_model():
     assert results.cpu_label(zen4) == "AMD EPYC (family 25, model 17)"
     named = "cpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC 7763 64-Core Processor\n"
     assert results.cpu_label(named) == "AMD EPYC 7763 64-Core Processor"
-    assert results.cpu_label("Hardware\t: BCM2835\n") is None
+    assert results.cpu_label("Hardware\t: BCM2835\n") == "BCM2835"
+    assert results.cpu_label("processor\t: 0\nflags\t: fpu\n") is None

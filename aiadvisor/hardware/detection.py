@@ -268,18 +268,15 @@ def _slice_of_row(matched: HardwareSpec, cores: int | None, source: str
     return dataclasses.replace(matched, memory_bw_gbs=bandwidth, **scaled), note
 
 
-def _cpu_spec(cpu: CpuInfo, reason: str | None, *, cores: int | None = None,
-              cores_source: str = "") -> tuple[HardwareSpec, str | None, str]:
+def _cpu_spec(cpu: CpuInfo, reason: str | None, *, cores_source: str = ""
+              ) -> tuple[HardwareSpec, str | None, str]:
     """The CPU's spec, the matched catalog name, and the note sentence a benchmark replaces.
-    ``cores``: the cores this process can use (:func:`usable_cpu_cores`; default the physical
-    cores)."""
+    ``cpu.num_cores``: the cores this process can use (:func:`usable_cpu_cores`), which
+    ``cores_source`` names."""
     matched = find(cpu.model)
     why = f" Fell back to the CPU: {reason}." if reason else ""
-    cores = cores or cpu.num_cores
-    if cores and cpu.num_cores and cores < cpu.num_cores:
-        cpu = dataclasses.replace(cpu, num_cores=cores)
     if matched is not None:
-        row, sliced = _slice_of_row(matched, cores, cores_source)
+        row, sliced = _slice_of_row(matched, cpu.num_cores, cores_source)
         note = f"Detected local CPU {cpu.model!r} ({cpu.num_cores} cores).{why} {sliced}"
         spec = dataclasses.replace(row, notes=f"{note.strip()} {matched.notes}".strip())
         return spec, matched.name, ""
@@ -501,9 +498,9 @@ def _cpu_device(cpu: CpuInfo, reasons: list[str], *, torch_version: str | None
                 ) -> DetectedDevice:
     reason = "; ".join(reasons) or None
     cores, source = usable_cpu_cores(cpu)
-    spec, matched, estimate = _cpu_spec(cpu, reason, cores=cores, cores_source=source)
     used = dataclasses.replace(cpu, num_cores=cores) if cores and cpu.num_cores \
         and cores < cpu.num_cores else cpu
+    spec, matched, estimate = _cpu_spec(used, reason, cores_source=source)
     bf16_note = _bf16_estimate(used)[1] if matched is None else ""
     return DetectedDevice(backend="cpu", name=cpu.model, spec=spec, memory_bytes=cpu.memory_bytes,
                           catalog_name=matched, fallback_reason=reason,
