@@ -71,6 +71,18 @@ The tuned set rerun after it (no per-step GEMMs in it, so nothing of the change)
 signed +11.4 %, 0 of 12 fast, but the fastest round 5.1 %: the rounds' device benchmarks moved
 (the decoder's inference predicted 162 ms at the median, 144 in the fastest round, measured
 142), as the VM's speed does from minute to minute (up to 1.5x between runs of the same steps).
+Back on the Xeon VM (``--tag xeon``, 2026-12-07, 3 rounds, every change above included):
+tuned 5.2 % (signed -1.0 %, 6 of 12 fast), held out 9.3 % (signed -8.0 %, 9 of 10 fast, 9/10
+inside): the held-out training steps still 7-15 % fast. Their AdamW steps ran 1.5x slower
+inside the step (16.5 ms for the Llama-style model's, after its backward) than in a loop (10.7
+ms, what the grid's fit priced): that CPU's caches held a looped optimizer's states. Then the
+grid timed each optimizer step on states evicted from the caches (a cycle over copies,
+``calibrate.optimizer_points``) and read tensors larger than 1 MiB at the per-element cost
+timed at their size (a 16 MiB point added): the Llama-style step's optimizer priced 12.8 or
+15.3 ms (its 16 MiB point read 1.9 or 3.2 ns an element in two calibrations).
+Rerun: held out 7.4 % (signed -6.0 %, 8 of 10 fast, 9/10 inside; training still 9-15 % fast),
+tuned 4.9 % (signed +1.4 %, 5 of 12 fast, 12/12 inside). The steps measured up to 7 % faster
+than in the first run and the calibration's matmuls 3 % faster: most of the move is the VM's.
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:

@@ -37,6 +37,12 @@ rounds 14.7 % (signed -11.2 %, 66/66 inside, 62 without; the GPT decoder's infer
 matmul is timed at one moment and the steps at another: on a VM whose speed moves by 1.3-1.5x
 from minute to minute, the estimate moves with it.
 
+Back on the Xeon VM with the quick matmul (2026-12-07, 2 rounds): MAPE 18.1 % (was 17.3 %
+before it), signed -2.6 %, 40/44 inside (37 without the spread); the matmul there ran 1.65x
+faster than priced at the estimated peaks. Left on it: the LSTM 31-36 % fast (oneDNN's fused
+layer priced as one GEMM at its per-step size on the GPU-learned curve: 73 % of the anchored
+peak, where it ran at 43 %), the GRU 52-73 % slow (its ~2,300 small per-step ops at the
+default 5 us launch each, measured 1.8 us), the batch-norm ResNet 23-32 % fast.
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

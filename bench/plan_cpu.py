@@ -12,7 +12,8 @@ predicted cumulative gains within 25 % of the measured ones.
 Run: ``PYTHONPATH=. python bench/plan_cpu.py [--mode infer|train] [--repeats 9] [--rounds 5]``;
 ``--held-out`` runs a small ViT instead (validation on a workload not used while fixing the
 tactics; printed, no summary); ``--only NAME`` runs the workloads whose name contains NAME
-(a smoke run: no summary written). The machine is shared: timings move with its load; the
+(a smoke run: no summary written); ``--tag TAG`` writes ``plan_cpu_MODE_TAG.json`` (a run on
+another machine than the development one). The machine is shared: timings move with its load; the
 turns keep the ratios steadier than the times.
 
 ``--rounds N`` (default 1): the plan is made once (``aa.advise``), then measured N times (N
@@ -39,6 +40,7 @@ import torch
 import aiadvisor as aa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_results.py
+from _results import TAG_HELP  # noqa: E402
 
 
 def conv_net(batch: int):
@@ -95,6 +97,7 @@ def main() -> None:
                         help="run the held-out workloads instead (no summary written)")
     parser.add_argument("--only", metavar="NAME",
                         help="only the workloads whose name contains NAME (no summary written)")
+    parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: expected an integer >= 1")
@@ -184,11 +187,13 @@ def rounds_table(steps: list[dict], *, rounds: int) -> str:
 
 def write_plan_summary(summary: list[tuple], *, args) -> None:
     """Signed and absolute error of the predicted cumulative speedup, for the README."""
-    from _results import summary_row, write_summary
+    from _results import summary_row, tagged, write_summary
 
     measured = [m for _, m, _, _ in summary]
     errors = [e for *_, e in summary]
-    regime = f"stacked plan on this CPU ({args.mode}: conv net, transformer, MLP)"
+    name, regime = tagged(f"plan_cpu_{args.mode}",
+                          f"stacked plan on this CPU ({args.mode}: conv net, transformer, MLP)",
+                          args.tag)
     anchor = ("speedup measured by aa.verify_plan (in turns; per step the median of "
               f"{args.rounds} round(s)); value: median of the workloads")
     n = len(summary)
@@ -200,9 +205,10 @@ def write_plan_summary(summary: list[tuple], *, args) -> None:
                     value=max(abs(e) for e in errors), unit="%", n=n, anchor=anchor,
                     anchor_value=statistics.median(measured), anchor_unit="x"),
     ]
-    write_summary(f"plan_cpu_{args.mode}", rows,
+    write_summary(name, rows,
                   command=f"PYTHONPATH=. python bench/plan_cpu.py --mode {args.mode} "
-                          f"--repeats {args.repeats} --rounds {args.rounds}")
+                          f"--repeats {args.repeats} --rounds {args.rounds}"
+                          + (f" --tag {args.tag}" if args.tag else ""))
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     # of a fresh 128 MiB buffer + the square root of zeros; no decode-cache points with a 1
     # K-element grid.
     assert len(data["ops"]) == 30 + 12 + 2 + 14 + 4 + 32 + 8 + 1 + 1 \
-        and len(data["optimizer"]) == 9
+        and len(data["optimizer"]) == 12
     assert "sqrt[zeros]" in out and "ns an element" in out
     assert data["config"]["op_elements"] == [2**10]
 

@@ -61,8 +61,19 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   cost per byte (:func:`aiadvisor.hardware.calibrate.first_touch_points`), added by
   ``aiadvisor.costmodel.predict._cpu_fresh_outputs``. E.g. the prompt logits of a
   50 K-vocabulary model.
-* **Optimizer steps**: ``a * tensors + b * elements``, least squares over the timed steps of
-  the same optimizer (Adam uses AdamW's).
+* **Optimizer steps**: ``a * tensors + b * elements``, fitted on the timed steps of the same
+  optimizer over tensors of at most :data:`OPTIMIZER_SMALL_ELEMENTS` elements (Adam uses
+  AdamW's), plus, for each parameter tensor of at least 1 MiB (the profile's
+  ``large_param_bytes``), its elements at the per-element cost the grid timed at its size
+  (:attr:`LocalCalibration.optimizer_rates`) in place of ``b``. The default (for-loop) step
+  makes about 20 passes over each tensor and its state; the passes over a tensor small enough
+  for the core's cache (2 MiB of L2 a core on the 2-core Xeon VM) find it there, a larger one's
+  go to memory. On that VM the grid's AdamW steps (on states evicted from the caches, as after
+  a backward: :func:`aiadvisor.hardware.calibrate.optimizer_points`) took 1.48-1.51 ns an
+  element over tensors of up to 1 MiB, 1.70-1.76 over 4 MiB tensors and, over 16 MiB ones,
+  1.9 in one calibration and 3.2 in another (the least steady point of the grid); a small
+  Llama-style model's AdamW step (two 8 MiB tables, 37 smaller tensors) took 16.0-16.5 ms
+  inside its training step, priced 11.5 ms without the sizes and 12.8 or 15.3 ms with them.
 * Anything else keeps the roofline on the measured bandwidth plus the per-op overhead.
 
 Each op is looked up in the dtype it runs in at the predicted precision (FP32, or the 16-bit
@@ -197,7 +208,13 @@ class LocalCalibration:
     families: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     """(family, dtype) -> timed op names of that family."""
     optimizer: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """Optimizer -> (seconds per tensor, seconds per element)."""
+    """Optimizer -> (seconds per tensor, seconds per element of the tensors of at most
+    :data:`OPTIMIZER_SMALL_ELEMENTS` elements)."""
+    optimizer_rates: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Optimizer -> (log elements per tensor, seconds per element) of the grid's steps over
+    larger tensors, by increasing size, from :data:`OPTIMIZER_SMALL_ELEMENTS` (at the small
+    tensors' cost) up (:func:`fit_optimizer_rates`). Empty in a calibration from before they
+    were timed."""
     date: str = ""
     skinny: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """dtype -> (log rows, log FLOP/s) of the skinny forward GEMMs, by increasing rows."""
@@ -348,7 +365,8 @@ class LocalCalibration:
                         for k, by_dtype in narrow.items() for dt, pts in by_dtype.items()}
         return cls(matmul=list(matmul), curves=curves,
                    families={k: tuple(v) for k, v in family_ops.items()},
-                   optimizer=fit_optimizers(result.optimizer), date=result.date,
+                   optimizer=fit_optimizers(result.optimizer),
+                   optimizer_rates=fit_optimizer_rates(result.optimizer), date=result.date,
                    skinny=rates, skinny_narrow=narrow_rates, skinny_hot=hot_rates,
                    bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
@@ -558,20 +576,33 @@ class LocalCalibration:
             seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))
         out[rows[thin]] = seconds
 
-    def optimizer_seconds(self, name: str, tensors: float, flops: float) -> float | None:
-        """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled)."""
+    def optimizer_seconds(self, name: str, tensors: float, flops: float,
+                          large_elements=()) -> float | None:
+        """Seconds of one optimizer step over ``tensors`` tensors (``flops`` as profiled), of
+        which ``large_elements`` lists the element counts of the large ones (at least 1 MiB):
+        those take the per-element cost timed at their size (:attr:`optimizer_rates`), the
+        rest the small tensors' (a list summing to more than the step's elements, e.g. a
+        pipeline stage's share, is scaled down to it)."""
         fused = name.endswith(FUSED_SUFFIX)
         opt = name.removeprefix("optimizer.").removesuffix(FUSED_SUFFIX)
-        fit = self.optimizer.get(_OPTIMIZER_FIT_OF.get(opt, ""))
+        fit_name = _OPTIMIZER_FIT_OF.get(opt, "")
+        fit = self.optimizer.get(fit_name)
         if fit is None or opt not in OPTIMIZER_TRAFFIC:
             return None
         elements = flops / OPTIMIZER_TRAFFIC[opt][1]
-        per_element = fit[1]
+        element_s = fit[1] * elements
+        rates = self.optimizer_rates.get(fit_name)
+        sizes = np.asarray(large_elements, float)
+        if rates is not None and sizes.size and sizes.sum() > 0:
+            log_size, per_element = rates
+            rate = np.interp(np.log(np.maximum(sizes, 1.0)), log_size, per_element)
+            share = min(1.0, elements / float(sizes.sum()))
+            element_s += share * float(((rate - fit[1]) * sizes).sum())
         if fused:
             # The grid timed the default (for-loop) step; a fused one streams each tensor once:
             # the per-element time scaled by the tensor passes (estimated, not timed).
-            per_element *= OPTIMIZER_TRAFFIC[opt][0] / UNFUSED_OPTIMIZER_TENSORS[opt]
-        return fit[0] * tensors + per_element * elements
+            element_s *= OPTIMIZER_TRAFFIC[opt][0] / UNFUSED_OPTIMIZER_TENSORS[opt]
+        return fit[0] * tensors + max(element_s, 0.0)
 
 
 def _cold_slowdowns(cold: dict[tuple[str, str], list[tuple[float, float]]],
@@ -678,12 +709,28 @@ def _intensity_rates(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.
     return np.array(keys), np.array([np.mean(merged[k]) for k in keys])
 
 
+#: Tensors of at most this many elements (1 MiB in FP32, half the L2 of the 2-core Xeon VM's
+#: cores) are the small ones of an optimizer fit: their per-element cost is one constant; a
+#: larger tensor's is read off the grid at its size (:func:`fit_optimizer_rates`).
+OPTIMIZER_SMALL_ELEMENTS = 2**18
+
+
+def _small_optimizer_points(points: list) -> list:
+    """The points a per-tensor + per-element fit uses: those over tensors of at most
+    :data:`OPTIMIZER_SMALL_ELEMENTS` elements where at least two are, else all."""
+    small = [p for p in points
+             if p.elements <= OPTIMIZER_SMALL_ELEMENTS * max(p.num_tensors, 1)]
+    return small if len(small) >= 2 else list(points)
+
+
 def fit_optimizers(points) -> dict[str, tuple[float, float]]:
-    """Least-squares ``seconds = a * tensors + b * elements`` (a, b >= 0) per optimizer."""
+    """Least-squares ``seconds = a * tensors + b * elements`` (a, b >= 0) per optimizer, over
+    its steps on tensors of at most :data:`OPTIMIZER_SMALL_ELEMENTS` elements (all its steps
+    where fewer than two are that small)."""
     out = {}
     names = {p.optimizer for p in points}
     for name in names:
-        pts = [p for p in points if p.optimizer == name]
+        pts = _small_optimizer_points([p for p in points if p.optimizer == name])
         if len(pts) < 2:
             continue
         x = np.array([[p.num_tensors, p.elements] for p in pts], float)
@@ -695,4 +742,26 @@ def fit_optimizers(points) -> dict[str, tuple[float, float]]:
             coef = np.zeros(2)
             coef[col] = best
         out[name] = (float(coef[0]), float(coef[1]))
+    return out
+
+
+def fit_optimizer_rates(points) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per optimizer, the per-element cost at each tensor size the grid timed above
+    :data:`OPTIMIZER_SMALL_ELEMENTS`: (log elements per tensor, seconds per element), the
+    small tensors' cost (:func:`fit_optimizers`) first, at that size. A step's per-element
+    cost is what its seconds leave after the fitted per-tensor cost. Optimizers with no step
+    over larger tensors are left out (the fit's constant applies at every size)."""
+    fits = fit_optimizers(points)
+    out = {}
+    for name, (per_tensor, per_element) in fits.items():
+        by_size: dict[float, list[float]] = {}
+        for p in points:
+            size = p.elements / max(p.num_tensors, 1)
+            if p.optimizer == name and size > OPTIMIZER_SMALL_ELEMENTS:
+                by_size.setdefault(size, []).append(
+                    max(p.seconds - per_tensor * p.num_tensors, 0.0) / p.elements)
+        if by_size:
+            sizes = [float(OPTIMIZER_SMALL_ELEMENTS)] + sorted(by_size)
+            rates = [per_element] + [float(np.median(by_size[k])) for k in sorted(by_size)]
+            out[name] = (np.log(np.array(sizes)), np.array(rates))
     return out

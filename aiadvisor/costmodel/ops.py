@@ -374,6 +374,10 @@ class DeviceWork:
     weight_per_call: np.ndarray | None = None
     """Weight elements per call of a forward GEMM (:attr:`OpArrays.weight_elements`, split over
     tensor parallel ranks), 0 for other ops."""
+    optimizer_large_elements: tuple[float, ...] = ()
+    """Elements of each parameter tensor of at least 1 MiB (the profile's ``large_param_bytes``)
+    as one device's optimizer updates it: split over tensor parallel ranks, and over data
+    parallel ranks with ZeRO >= 1."""
 
 
 def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_bytes: float,
@@ -451,8 +455,12 @@ def device_work(prof: ModelProfile, ops: OpArrays, factors: np.ndarray, extra_by
         phase = np.append(phase, op_phase)
         attn = np.append(attn, False)
         norm = np.append(norm, False)
+    shard = tp * (dp if parallel.zero_stage >= 1 else 1)
+    elem = DTYPE_BYTES.get(prof.param_dtype, 4.0)
+    large = tuple(b / elem / shard for b in prof.large_param_bytes) if opt.any() else ()
     return DeviceWork(name, flops_pc, bytes_pc, count, divisor, op_class, phase, attn, norm,
-                      written_per_call=written_pc, weight_per_call=weight_pc)
+                      written_per_call=written_pc, weight_per_call=weight_pc,
+                      optimizer_large_elements=large)
 
 
 def grad_accumulation(prof: ModelProfile, ops: OpArrays,

@@ -394,7 +394,8 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
                            ) * steps * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
-                                  float(work.flops_per_call[i] * work.count[i]))
+                                  float(work.flops_per_call[i] * work.count[i]),
+                                  work.optimizer_large_elements)
         if t is not None:
             total[i] = t
     hit = np.isfinite(total)

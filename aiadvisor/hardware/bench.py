@@ -37,6 +37,7 @@ from .calibrate import (
     CPU_ELEMENTS,
     GPU_ELEMENTS,
     LINEAR_SHAPES,
+    OPTIMIZER_GRID,
     RECURRENT_SHAPES,
     SKINNY_HOT_SHAPES,
     SKINNY_NARROW_SHAPES,
@@ -68,7 +69,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 22
+_CACHE_VERSION = 23
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -693,7 +694,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         # Cold inputs, the first touch and the square root of zeros.
         total_steps += len(cold_grid(config["op_elements"])) + 2 if device.backend == "cpu" \
             else 0
-        total_steps += per_dtype * len(config["op_dtypes"]) + 9
+        total_steps += per_dtype * len(config["op_dtypes"]) + 3 * len(OPTIMIZER_GRID)
         if device.backend == "cpu":
             # Convolutions in both layouts (NCHW, channels_last), LSTM layers.
             total_steps += (2 * len(CONV_SHAPES) + len(RECURRENT_SHAPES)) * len(

@@ -157,8 +157,11 @@ def base_op(name: str) -> str:
 #: measures again).
 FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
-#: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic).
-OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18))
+#: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic) over the tensors
+#: of up to 1 MiB, and the larger ones give the per-element cost at their size
+#: (:func:`aiadvisor.costmodel.local.fit_optimizer_rates`): 4 and 16 MiB, below the 32 MiB at
+#: which the step's temporaries land on fresh pages (priced apart).
+OPTIMIZER_GRID = ((64, 2**12), (8, 2**20), (32, 2**18), (2, 2**22))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -716,19 +719,34 @@ def optimizer_points(torch: Any, *, dev: str, sync: Callable[[], None],
                      time_op: Callable[..., float], min_time_s: float,
                      step: Callable[[str], None], grid=OPTIMIZER_GRID) -> list[OptimizerPoint]:
     """Time one ``torch.optim`` step of AdamW, SGD with momentum and plain SGD (PyTorch's default
-    implementation for the device) over synthetic parameters with gradients."""
+    implementation for the device) over synthetic parameters with gradients.
+
+    On a CPU each timing cycles through copies of the parameters, gradients and optimizer
+    states, :data:`COLD_CYCLE_BYTES` of them, stepping each copy in turn: in a training step the
+    optimizer follows a forward and a backward that evicted its states from the caches, where a
+    loop over one optimizer finds them there on a CPU whose last-level cache holds them."""
     from ..profiler.measure import OPTIMIZER_CLASSES
 
     points = []
     for name in ("adamw", "sgd_momentum", "sgd"):
         for num_tensors, per_tensor in grid:
             step(f"optimizer {name} {num_tensors}x{per_tensor}")
-            params = [torch.nn.Parameter(torch.randn(per_tensor, device=dev))
-                      for _ in range(num_tensors)]
-            for p in params:
-                p.grad = torch.randn_like(p)
-            opt = OPTIMIZER_CLASSES[name](params)
-            seconds = time_op(opt.step, sync=sync, min_time_s=min_time_s)
+            state_bytes = 4 * 4 * num_tensors * per_tensor   # FP32 weight, grad, two moments
+            copies = max(COLD_CYCLE_BYTES // state_bytes, 1) if dev == "cpu" else 1
+            opts = []
+            for _ in range(copies):
+                params = [torch.nn.Parameter(torch.randn(per_tensor, device=dev))
+                          for _ in range(num_tensors)]
+                for p in params:
+                    p.grad = torch.randn_like(p)
+                opts.append(OPTIMIZER_CLASSES[name](params))
+
+            def cycle(opts=opts):
+                for opt in opts:
+                    opt.step()
+
+            seconds = time_op(cycle, sync=sync, min_time_s=min_time_s) / copies
+            del opts
             points.append(OptimizerPoint(optimizer=name, num_tensors=num_tensors,
                                          elements=num_tensors * per_tensor, seconds=seconds))
     return points

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -130,7 +131,7 @@ def _print_device(args: argparse.Namespace, out: TextIO) -> None:
 
 def calibration_text(result: Any) -> str:
     """The figures of a benchmark with its op grid, as plain text (``aiadvisor calibrate``)."""
-    from ..costmodel.local import fit_optimizers
+    from ..costmodel.local import fit_optimizer_rates, fit_optimizers
 
     lines = [f"{result.device_name} ({result.backend}, torch {result.torch_version}, "
              f"{result.num_threads} threads), measured {result.date}"
@@ -164,9 +165,14 @@ def calibration_text(result: Any) -> str:
                                  f"{p.num_bytes / p.seconds / 1e9:.1f}")
             name = op.removeprefix("aten.")
             lines.append(f"    {name:44s} {dtype:8s} {points[0].family:11s} " + ", ".join(cells))
+    rates = fit_optimizer_rates(result.optimizer)
     for name, (per_tensor, per_element) in sorted(fit_optimizers(result.optimizer).items()):
+        log_sizes, per_size = rates.get(name, ((), ()))
+        larger = "".join(f", {math.exp(log_n) * 4 / 2**20:.0f} MiB tensors {rate * 1e9:.2f}"
+                         for log_n, rate in list(zip(log_sizes, per_size))[1:])
         lines.append(f"  optimizer {name}: {per_tensor * 1e6:.1f} us per tensor + "
-                     f"{per_element * 1e9:.2f} ns per element")
+                     f"{per_element * 1e9:.2f} ns per element"
+                     + (f" (FP32 tensors up to 1 MiB{larger})" if larger else ""))
     if result.skipped:
         lines.append("  not measured: " + "; ".join(f"{k} ({v})" for k, v in
                                                     result.skipped.items()))

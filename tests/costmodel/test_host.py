@@ -394,6 +394,21 @@ def test_training_profiles_list_their_large_parameter_tensors():
     # 1024 x 1024 x 4 bytes = 4 MiB and 256 x 1024 x 4 = 1 MiB; the biases are under 1 MiB.
     assert prof.large_param_bytes == (4 * 2**20, 2**20)
     assert aa.profile(net, torch.randn(4, 1024), mode="infer").large_param_bytes == ()
+    # One device's optimizer updates each large tensor split over tensor parallel ranks, and
+    # over data parallel ranks with ZeRO: 1024 x 1024 and 256 x 1024 elements over 2 x 2.
+    import numpy as np
+
+    from aiadvisor.costmodel.api import _ops
+    from aiadvisor.costmodel.ops import device_work
+    from aiadvisor.schema import ParallelConfig
+
+    ops = _ops(prof)
+    ones = np.ones(len(ops))
+    assert device_work(prof, ops, ones, 0.0, ParallelConfig()).optimizer_large_elements == \
+        (1024 * 1024, 256 * 1024)
+    split = device_work(prof, ops, ones, 0.0, ParallelConfig(dp_degree=2, zero_stage=1,
+                                                              tp_degree=2))
+    assert split.optimizer_large_elements == (1024 * 1024 / 4, 256 * 1024 / 4)
 
 
 def test_lazy_tensor_accelerators_trace_every_op_on_the_host():

@@ -79,6 +79,65 @@ def test_optimizer_fit_recovers_per_tensor_and_per_element_costs():
     assert a == pytest.approx(50e-6, rel=1e-6) and b == pytest.approx(2e-9, rel=1e-6)
 
 
+def test_optimizer_fit_reads_larger_tensors_at_their_own_per_element_cost():
+    from aiadvisor.costmodel.local import OPTIMIZER_SMALL_ELEMENTS, fit_optimizer_rates
+
+    assert OPTIMIZER_SMALL_ELEMENTS == 2**18
+    # 50 us a tensor; 2 ns an element over tensors of up to 2**18 elements, 3 ns over 2**20-
+    # element tensors and 4 ns over 2**22-element ones (what a core's cache serves less of).
+    per_element = {2**12: 2e-9, 2**18: 2e-9, 2**20: 3e-9, 2**22: 4e-9}
+    pts = [OptimizerPoint(optimizer="adamw", num_tensors=k, elements=k * n,
+                          seconds=50e-6 * k + per_element[n] * k * n)
+           for k, n in ((64, 2**12), (8, 2**20), (32, 2**18), (2, 2**22))]
+    # The per-tensor + per-element fit takes the two small-tensor steps only.
+    a, b = fit_optimizers(pts)["adamw"]
+    assert a == pytest.approx(50e-6, rel=1e-6) and b == pytest.approx(2e-9, rel=1e-6)
+    log_n, rate = fit_optimizer_rates(pts)["adamw"]
+    assert np.exp(log_n) == pytest.approx([2**18, 2**20, 2**22])
+    assert rate == pytest.approx([2e-9, 3e-9, 4e-9], rel=1e-6)
+    cal = LocalCalibration(optimizer=fit_optimizers(pts), optimizer_rates=fit_optimizer_rates(pts))
+    flops = 14.0 * (2**22 + 2**21 + 2**16)     # AdamW: 14 FLOPs an element (units.py)
+    # Three tensors: 2**22 elements at 4 ns, 2**21 (halfway in log size between 2**20 and
+    # 2**22) at 3.5 ns, 2**16 at the small tensors' 2 ns; 50 us each.
+    by_hand = 3 * 50e-6 + 4e-9 * 2**22 + 3.5e-9 * 2**21 + 2e-9 * 2**16
+    assert cal.optimizer_seconds("optimizer.adamw", 3, flops, (2**22, 2**21)) == \
+        pytest.approx(by_hand)
+    # Without the sizes, every element at the small tensors' cost.
+    assert cal.optimizer_seconds("optimizer.adamw", 3, flops) == pytest.approx(
+        3 * 50e-6 + 2e-9 * (2**22 + 2**21 + 2**16))
+    # A list larger than the step (a pipeline stage's share: half the elements) is scaled to it.
+    half = 14.0 * 2**21
+    assert cal.optimizer_seconds("optimizer.adamw", 1, half, (2**22,)) == pytest.approx(
+        50e-6 + 2e-9 * 2**21 + 0.5 * (4e-9 - 2e-9) * 2**22)
+    # Beyond the largest size timed: its cost (flat).
+    assert cal.optimizer_seconds("optimizer.adamw", 1, 14.0 * 2**24, (2**24,)) == \
+        pytest.approx(50e-6 + 4e-9 * 2**24)
+
+
+def test_optimizer_steps_are_timed_on_states_evicted_from_the_caches(monkeypatch):
+    from aiadvisor.hardware import calibrate
+
+    # One point of 4 tensors of 4096 FP32 elements: weight, gradient and two moments are
+    # 4 x 4 x 4 x 4096 = 256 KiB; a 1 MiB cycle steps 4 copies in turn, and the time of the
+    # cycle is divided by 4.
+    monkeypatch.setattr(calibrate, "COLD_CYCLE_BYTES", 2**20)
+
+    def time_op(fn, *, sync, min_time_s):   # runs the timed function once, "takes" 1 s
+        fn()
+        return 1.0
+
+    real_step = torch.optim.AdamW.step
+    stepped = []
+    monkeypatch.setattr(torch.optim.AdamW, "step",
+                        lambda self, *a, **k: (stepped.append(id(self)), real_step(self))[1])
+    pts = calibrate.optimizer_points(torch, dev="cpu", sync=lambda: None, time_op=time_op,
+                                     min_time_s=0.0, step=lambda m: None, grid=((4, 4096),))
+    adamw = [p for p in pts if p.optimizer == "adamw"]
+    assert len(adamw) == 1 and adamw[0].seconds == pytest.approx(1.0 / 4)
+    assert adamw[0].num_tensors == 4 and adamw[0].elements == 4 * 4096
+    assert len(stepped) == 4 and len(set(stepped)) == 4   # four distinct optimizers, once each
+
+
 def _benchmark():
     """A made-up CPU benchmark: gelu 4 GB/s-ish, silu and tanh for the activation family,
     AdamW 100 us/tensor + 1 ns/element, one matmul point."""

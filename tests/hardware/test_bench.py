@@ -275,7 +275,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     assert [m for m, _, _ in SKINNY_HOT_SHAPES] == [1, 4, 16, 64]
     # AdamW, SGD with momentum and SGD, three sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
-    assert len(result.optimizer) == 9 and all(p.seconds > 0 for p in result.optimizer)
+    assert len(result.optimizer) == 12 and all(p.seconds > 0 for p in result.optimizer)
     # The cache round-trips the grid, and a spec made from it finds its measurement.
     again = benchmark(cache_dir=tmp_path, progress=False,
                       **{**TINY, "ops": True, "op_elements": (n1, n2)})
