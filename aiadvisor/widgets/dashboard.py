@@ -5,7 +5,7 @@ A change of batch size, sequence length, device count, precision or target devic
 are opened. Errors in these callbacks are shown in the dashboard's ``Output`` instead of being
 lost, as ipywidgets would otherwise do. While the target is the attached CPU and it has not
 been benchmarked (a CPU-only notebook with default arguments), a "Calibrate" button times it
-(``aa.hardware.detect(benchmark=True)``: 15-40 s on a CPU, cached on disk for later sessions)
+(``aa.hardware.detect(benchmark=True)``: 15-45 s on a CPU, cached on disk for later sessions)
 and recomputes the report on the measured figures.
 """
 
@@ -161,14 +161,14 @@ class Dashboard(W.VBox):
             self._attached = None
         self.calibrate = W.Button(
             description="Calibrate this device", icon="stopwatch",
-            tooltip="Time this device's matmuls, memory bandwidth and ops (15-40 s on a CPU, "
+            tooltip="Time this device's matmuls, memory bandwidth and ops (15-45 s on a CPU, "
                     "once: cached on disk) and predict from the measurements instead of its "
                     "estimated peaks",
             layout=W.Layout(width="210px", flex="0 0 auto"))
         self.calibrate.on_click(self._on_calibrate)
         self.calibrate_status = W.HTML(
-            "Predicted from this device's estimated peaks (12-17 % off on average on the three "
-            "CPUs last checked). Calibrating times its matmuls, bandwidth and ops: 15-40 s on a "
+            "Predicted from this device's estimated peaks (13-18 % off on average on the three "
+            "CPUs last checked). Calibrating times its matmuls, bandwidth and ops: 15-45 s on a "
             "CPU, once (cached on disk).")
         self.calibrate_status.add_class("aa-meta")
         self.calibrate_row = W.HBox([self.calibrate, self.calibrate_status],
