@@ -42,7 +42,13 @@ before it), signed -2.6 %, 40/44 inside (37 without the spread); the matmul ther
 faster than priced at the estimated peaks. Left on it: the LSTM 31-36 % fast (oneDNN's fused
 layer priced as one GEMM at its per-step size on the GPU-learned curve: 73 % of the anchored
 peak, where it ran at 43 %), the GRU 52-73 % slow (its ~2,300 small per-step ops at the
-default 5 us launch each, measured 1.8 us), the batch-norm ResNet 23-32 % fast.
+default 5 us launch each, measured 1.8 us), the batch-norm ResNet 23-32 % fast. Then
+``detection.recurrent_anchor`` (an LSTM layer timed at batch 8 and 64 against its price, its
+factor applied to fused recurrent layers): 17.2 %, signed +0.0 %, the LSTM +5 / +7 %, 40/44
+inside; and the anchored spec's per-op cost timed (a one-element add: 2.0 us, for the default
+5): 14.5 %, signed -8.3 % (the 5 us had hidden memory-bound ops priced fast: BERT, GPT, ViT,
+the encoder and the batch-norm ResNet 11-32 % fast), the GRU +14 / +22 %, 44/44 inside (41
+without the spread).
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

@@ -29,6 +29,8 @@ from .precision import (
 #: Per-op fixed cost when the spec has no measured figure: eager PyTorch on a GPU keeps about one
 #: kernel in flight per few microseconds of host dispatch (PyTorch's own RuntimeEstimator ignores
 #: it; NeuSight's kernel timings show a 25-35 us per-call floor with events around each call).
+#: A CPU: the attached one not benchmarked takes the per-op cost timed at detection
+#: (:func:`aiadvisor.hardware.detection.anchored_cpu_spec`), a catalog CPU this figure.
 DEFAULT_LAUNCH_US = {"gpu": 4.0, "tpu": 4.0, "npu": 4.0, "edge": 8.0, "cpu": 5.0}
 #: Bandwidth assumed when a spec has no interconnect figure: PCIe 4.0 x16, both directions.
 DEFAULT_INTERCONNECT_GBS = 64.0

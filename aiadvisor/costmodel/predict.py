@@ -7,6 +7,7 @@ learned slow-down), D devices, N op records.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -37,6 +38,7 @@ from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyMode
 from .ops import (
     AUTOCAST_ISLAND_OP,
     NF4_DEQUANT_BYTES,
+    RECURRENT_MARKERS,
     DeviceWork,
     OpArrays,
     amp_cast_bytes,
@@ -410,6 +412,32 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     parts["memory"][:, d, memory] = body[:, memory]
     parts["memory"][:, d, compute] = 0.0
     parts["overhead"][:, d, hit] = overhead[hit]
+
+
+def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                          curves, notes: list[str], *, train: bool, batch: float) -> None:
+    """On the attached CPU priced without a benchmark, scale the compute and memory time of the
+    fused recurrent layers (their records' names carry :data:`~.ops.RECURRENT_MARKERS`; the
+    per-step GEMMs of an unfused GRU are plain GEMMs) by how much longer an LSTM layer took
+    here than priced (:func:`~aiadvisor.hardware.detection.recurrent_anchor`, in the profile's
+    mode), interpolated in log batch between the batches timed, flat beyond them (in place)."""
+    rec = np.array([any(m in str(n).lower() for m in RECURRENT_MARKERS) for n in work.name])
+    if not rec.any() or batch <= 0:
+        return
+    from ..hardware.detection import recurrent_anchor
+
+    for d, spec in enumerate(devs.specs):
+        if spec.kind != "cpu" or (curves and curves[d] is not None):
+            continue
+        fit = recurrent_anchor(spec, train=train)
+        if fit is None:
+            continue
+        factor = float(np.exp(np.interp(np.log(batch), *fit)))
+        for k in ("compute", "memory"):
+            parts[k][:, d, rec] *= factor
+        notes.append(f"Recurrent layers: x{factor:.2f} the learned curves' price, as a quick "
+                     f"LSTM layer ({', '.join(f'batch {round(math.exp(b))}' for b in fit[0])}) "
+                     f"ran here against its price at {spec.name}'s estimated peaks.")
 
 
 def _default_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork,
@@ -928,6 +956,9 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                          f"more kernels and {fmt_bytes(islands[0])} more traffic a step, whole "
                          f"batch); autocast=False prices plain {precision} (model.to(dtype) "
                          "without autocast).")
+    micro = parallel.num_microbatches * parallel.grad_accum_steps
+    _cpu_recurrent_anchor(parts, work, devs, curves, notes, train=prof.mode == "train",
+                          batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())

@@ -525,7 +525,14 @@ ANCHOR_REPEATS = 9
 ANCHOR_MAX_FACTOR = 4.0
 #: Opens the note of an anchored spec.
 ANCHOR_MARK = "Peaks scaled by a quick matmul"
-_ANCHORS: dict[tuple, tuple[int, float, float] | None] = {}
+#: One-element in-place adds timed for the per-op cost of the anchored spec, as the device
+#: benchmark times it (:func:`aiadvisor.hardware.bench._launch_overhead_us`). The cost model
+#: otherwise assumes ``costmodel.devices.DEFAULT_LAUNCH_US["cpu"]`` (5 us, about the
+#: development EPYC's 4.3 us measured), where the Xeon VM's is 1.7-1.8 us. A reading of
+#: :data:`ANCHOR_MAX_TINY_US` or more is taken as a busy moment (not used).
+ANCHOR_TINY_OPS = 200
+ANCHOR_MAX_TINY_US = 50.0
+_ANCHORS: dict[tuple, tuple[int, float, float, float] | None] = {}
 _anchoring = False
 
 
@@ -550,6 +557,18 @@ def _quick_matmul_seconds(n: int, repeats: int = ANCHOR_REPEATS) -> float:
             if i >= 2:
                 best = min(best, time.perf_counter() - start)
     return best
+
+
+def _tiny_op_us() -> float:
+    """Microseconds a one-element in-place add takes from Python on this process's threads:
+    the per-op cost the device benchmark measures (the median of at least three runs of
+    :data:`ANCHOR_TINY_OPS` adds, after one)."""
+    import torch
+
+    from .bench import _launch_overhead_us
+
+    return _launch_overhead_us(torch, dev="cpu", sync=lambda: None, min_time_s=0.002,
+                               step=lambda message: None, ops_per_call=ANCHOR_TINY_OPS)
 
 
 def _learned_matmul_seconds(spec: HardwareSpec, n: int) -> float:
@@ -599,7 +618,8 @@ def anchored_cpu_spec(spec: HardwareSpec) -> HardwareSpec:
         _anchoring = True   # the cost model below resolves no hardware, but never recurse
         try:
             n = _anchor_size(spec.fp32_tflops)
-            _ANCHORS[key] = (n, _quick_matmul_seconds(n), _learned_matmul_seconds(spec, n))
+            _ANCHORS[key] = (n, _quick_matmul_seconds(n), _learned_matmul_seconds(spec, n),
+                             _tiny_op_us())
         except Exception:  # noqa: BLE001 - a failed timing leaves the estimate as it was
             _ANCHORS[key] = None
         finally:
@@ -607,16 +627,120 @@ def anchored_cpu_spec(spec: HardwareSpec) -> HardwareSpec:
     timing = _ANCHORS[key]
     if timing is None:
         return spec
-    n, measured, learned = timing
+    n, measured, learned, tiny_us = timing
     factor = learned / measured if measured > 0 else 0.0
     if not 1 / ANCHOR_MAX_FACTOR <= factor <= ANCHOR_MAX_FACTOR:
         return spec
-    scaled = {f: getattr(spec, f) * factor for f in _PEAK_FIELDS if getattr(spec, f) is not None}
+    scaled: dict[str, Any] = {f: getattr(spec, f) * factor for f in _PEAK_FIELDS
+                              if getattr(spec, f) is not None}
     note = (f"{ANCHOR_MARK} (x{factor:.2f}): a {n} x {n} FP32 matmul ran in {measured * 1e3:.2f} "
             f"ms here ({2 * n**3 / measured / 1e9:.0f} GFLOP/s), where the cost model at the "
             f"estimated peaks priced it at {learned * 1e3:.2f} ms (the clock under load is not "
             "the one /proc/cpuinfo reports). ")
+    if spec.launch_overhead_us is None and 0 < tiny_us < ANCHOR_MAX_TINY_US:
+        from ..costmodel.devices import DEFAULT_LAUNCH_US
+
+        scaled["launch_overhead_us"] = tiny_us
+        note += (f"Per-op cost {tiny_us:.2g} us (a one-element add timed here; "
+                 f"{DEFAULT_LAUNCH_US['cpu']:g} us is assumed without it). ")
     return dataclasses.replace(spec, notes=note + spec.notes, **scaled)
+
+
+#: Batches, time steps and width (input = hidden) of the LSTM layer timed by
+#: :func:`recurrent_anchor`.
+RECURRENT_ANCHOR_BATCHES = (8, 64)
+RECURRENT_ANCHOR_STEPS, RECURRENT_ANCHOR_WIDTH = 32, 256
+RECURRENT_ANCHOR_REPEATS = 3
+#: Factors further than this from 1 are taken as a failed timing (no correction).
+RECURRENT_ANCHOR_MAX_FACTOR = 4.0
+_RECURRENT_ANCHORS: dict[tuple, tuple[Any, Any] | None] = {}
+
+
+def _recurrent_seconds(batch: int, *, train: bool,
+                       repeats: int = RECURRENT_ANCHOR_REPEATS) -> float:
+    """The fastest of ``repeats`` steps (after one warm-up) of one FP32 LSTM layer
+    (:data:`RECURRENT_ANCHOR_WIDTH` wide, :data:`RECURRENT_ANCHOR_STEPS` steps, batch first)
+    on inputs of ones: its forward under ``no_grad``, or forward and backward (``train``).
+    The layer's initialisation draws from a forked RNG: the caller's state is untouched."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        layer = torch.nn.LSTM(RECURRENT_ANCHOR_WIDTH, RECURRENT_ANCHOR_WIDTH, batch_first=True)
+    x = torch.ones(batch, RECURRENT_ANCHOR_STEPS, RECURRENT_ANCHOR_WIDTH)
+    best = math.inf
+    for i in range(repeats + 1):
+        start = time.perf_counter()
+        if train:
+            layer(x)[0].sum().backward()
+        else:
+            with torch.no_grad():
+                layer(x)
+        if i:
+            best = min(best, time.perf_counter() - start)
+        layer.zero_grad(set_to_none=True)
+    return best
+
+
+def _learned_recurrent_seconds(spec: HardwareSpec, batch: int, *, train: bool) -> float:
+    """What the cost model prices the same LSTM step at on ``spec`` (traced on the meta device,
+    no optimizer; compute and memory, no host time)."""
+    import torch
+
+    from ..costmodel import predict
+    from ..profiler import profile
+
+    with torch.random.fork_rng(devices=[]):
+        layer = torch.nn.LSTM(RECURRENT_ANCHOR_WIDTH, RECURRENT_ANCHOR_WIDTH, batch_first=True,
+                              device="meta")
+    x = torch.empty(batch, RECURRENT_ANCHOR_STEPS, RECURRENT_ANCHOR_WIDTH, device="meta")
+    prof = profile(layer, x, mode="train" if train else "infer", scaling=False,
+                   precision="fp32", **({"optimizer": "none"} if train else {}))
+    pred = predict(prof, hardware=spec, precision="fp32")
+    return pred.compute_s + pred.memory_s
+
+
+def recurrent_anchor(spec: HardwareSpec, *, train: bool):
+    """``(log batches, log factors)``: how much longer a fused recurrent layer's step
+    (oneDNN's ``mkldnn_rnn_layer`` and its backward, which an LSTM runs on a CPU) took here
+    than the cost model prices it on ``spec``, the attached CPU not benchmarked
+    (:func:`anchored_cpu_spec`), at the batches of :data:`RECURRENT_ANCHOR_BATCHES`; None for
+    any other spec, where a timing failed or a factor reads more than
+    :data:`RECURRENT_ANCHOR_MAX_FACTOR` from 1. Timed once per process, spec and mode, when a
+    recurrent model is first priced (about 0.1 s on 2 cores, the pricing included).
+
+    The GPU-learned curves price such a layer at its per-step size (a GEMM of batch rows) on
+    the time scale of a GPU kernel, where it runs near peak; a CPU runs the same small GEMMs,
+    one per time step, far below it, the more so the fewer rows. On a 2-core Xeon VM with AMX,
+    before this anchor, six LSTMs (1-2 layers, 128-1024 wide, batch 8-128, one bidirectional)
+    were predicted 11-55 % fast, and the fewer the rows the faster (batch 8: 50-55 %; batch
+    128: 11-25 %)."""
+    global _anchoring
+    if spec.kind != "cpu" or spec.measured or ANCHOR_MARK not in spec.notes or _anchoring:
+        return None
+    try:
+        import torch
+
+        key = (spec.name, spec.notes, torch.get_num_threads(), train)
+    except Exception:  # noqa: BLE001 - no torch: nothing to time
+        return None
+    if key not in _RECURRENT_ANCHORS:
+        _anchoring = True   # the pricing below must not apply the factor it is measuring
+        try:
+            logs = []
+            for batch in RECURRENT_ANCHOR_BATCHES:
+                measured = _recurrent_seconds(batch, train=train)
+                priced = _learned_recurrent_seconds(spec, batch, train=train)
+                factor = measured / priced if priced > 0 else 0.0
+                if not 1 / RECURRENT_ANCHOR_MAX_FACTOR <= factor <= RECURRENT_ANCHOR_MAX_FACTOR:
+                    raise ValueError(f"factor {factor:.3g} at batch {batch}")
+                logs.append(math.log(factor))
+            _RECURRENT_ANCHORS[key] = (
+                tuple(math.log(b) for b in RECURRENT_ANCHOR_BATCHES), tuple(logs))
+        except Exception:  # noqa: BLE001 - a failed timing leaves the estimate as it was
+            _RECURRENT_ANCHORS[key] = None
+        finally:
+            _anchoring = False
+    return _RECURRENT_ANCHORS[key]
 
 
 #: Benchmark outcomes of this process by (backend, device, cache directory, options): the

@@ -1023,3 +1023,38 @@ def test_a_recurrent_step_gemm_takes_the_skinny_rate_of_a_weight_in_cache():
     assert old.op_seconds(np.array(["aten.addmm[step]"], dtype=object),
                           np.array(["gemm-forward"], dtype=object), np.array([num_bytes]),
                           np.array([flops]))[0] == pytest.approx(seconds("aten.addmm"))
+
+
+def test_fused_recurrent_layers_take_the_quick_lstm_factor_at_their_batch(monkeypatch):
+    import importlib
+    from types import SimpleNamespace
+
+    from aiadvisor.hardware import detection
+
+    anchor = importlib.import_module("aiadvisor.costmodel.predict")._cpu_recurrent_anchor
+    # Factors 2 at batch 8 and 1 at batch 64 (log-linear in batch between them, flat beyond).
+    fit = ((math.log(8), math.log(64)), (math.log(2.0), 0.0))
+    seen = []
+    monkeypatch.setattr(detection, "recurrent_anchor",
+                        lambda spec, train: (seen.append((spec.name, train)), fit)[1])
+    work = SimpleNamespace(name=np.array(["aten.mkldnn_rnn_layer", "aten.addmm",
+                                          "aten.mkldnn_rnn_layer_backward"], dtype=object))
+    cpu, calibrated = SimpleNamespace(kind="cpu", name="cpu"), SimpleNamespace(kind="cpu",
+                                                                               name="cal")
+    devs = SimpleNamespace(specs=[cpu, calibrated])
+    parts = {k: np.ones((3, 2, 3)) for k in ("compute", "memory", "overhead")}
+    notes: list[str] = []
+    anchor(parts, work, devs, [None, object()], notes, train=True,
+                                  batch=16)
+    # Batch 16 is a third of the way from 8 to 64 in log batch: 2 ** (2/3) = 1.587.
+    factor = 2 ** (2 / 3)
+    for k in ("compute", "memory"):
+        assert parts[k][1, 0].tolist() == pytest.approx([factor, 1.0, factor])
+        assert parts[k][1, 1].tolist() == [1.0, 1.0, 1.0]     # the benchmarked CPU: its curves
+    assert parts["overhead"][1, 0].tolist() == [1.0, 1.0, 1.0]  # launches unchanged
+    assert seen == [("cpu", True)] and "x1.59" in notes[0] and "batch 8, batch 64" in notes[0]
+    # Beyond the batches timed: flat (batch 256 takes batch 64's factor, 1).
+    parts = {k: np.ones((3, 1, 3)) for k in ("compute", "memory", "overhead")}
+    anchor(parts, work, SimpleNamespace(specs=[cpu]), None, [],
+                                  train=False, batch=256)
+    assert parts["compute"][1, 0].tolist() == pytest.approx([1.0, 1.0, 1.0])

@@ -3,6 +3,7 @@ CUDA present (mocked), and the import boundary (no torch at import)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -293,12 +294,20 @@ def test_the_quick_matmul_scales_the_estimated_peaks(monkeypatch):
     # The matmul ran 1.5x faster than the cost model priced it at the estimated peak: every
     # peak x 1.5 (fp32 2 x 2.4454 GHz x 32 = 0.1565 -> 0.2348; bf16 twice that).
     monkeypatch.setattr(detection, "_quick_matmul_seconds", lambda n, repeats=9: learned / 1.5)
+    # A one-element add took 1.5 us: the per-op cost, where 5 us is assumed without it.
+    monkeypatch.setattr(detection, "_tiny_op_us", lambda: 1.5)
     spec = detect()
+    assert plain.launch_overhead_us is None and spec.launch_overhead_us == 1.5
+    assert "Per-op cost 1.5 us (a one-element add timed here; 5 us is assumed" in spec.notes
     assert spec.fp32_tflops == pytest.approx(2 * 2.4454 * 32 / 1000 * 1.5, rel=1e-3)
     assert spec.bf16_tflops == pytest.approx(2 * 2.4454 * 64 / 1000 * 1.5, rel=1e-3)
     assert spec.notes.startswith("Peaks scaled by a quick matmul (x1.50)")
     assert "fp32_tflops is ESTIMATED" in spec.notes and not spec.measured
     assert spec.memory_bw_gbs == plain.memory_bw_gbs and spec.name == plain.name
+    # A busy reading of the tiny op (50 us or more) is not used.
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    monkeypatch.setattr(detection, "_tiny_op_us", lambda: 80.0)
+    assert detect().launch_overhead_us is None
     # A timing 10x away from the estimate is not trusted: the estimate stays.
     monkeypatch.setattr(detection, "_ANCHORS", {})
     monkeypatch.setattr(detection, "_quick_matmul_seconds", lambda n, repeats=9: learned / 10)
@@ -317,6 +326,50 @@ def test_the_quick_matmul_draws_no_random_numbers_and_sizes_up_with_the_peak(mon
     assert detection._anchor_size(0.2) == 512
     assert detection._anchor_size(2.0) == 1024
     assert detection._anchor_size(100.0) == 2048
+
+
+def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monkeypatch):
+    import math
+
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, isa_flags=("avx", "avx2", "fma", "avx512f"))
+    monkeypatch.setattr(detection, "anchored_cpu_spec", _real_anchor)
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    monkeypatch.setattr(detection, "_RECURRENT_ANCHORS", {})
+    plain = detect(anchor=False)
+    monkeypatch.setattr(detection, "_quick_matmul_seconds",
+                        lambda n, repeats=9: detection._learned_matmul_seconds(plain, 512) / 1.5)
+    spec = detect()
+    assert spec.notes.startswith(detection.ANCHOR_MARK)
+    # The layer ran 2x its price at batch 8 and 1.2x at batch 64 (inference): the price as
+    # recurrent_anchor reads it, inside its guard (without the factor being measured).
+    ran = {8: 2.0, 64: 1.2}
+
+    def priced(batch, train):
+        return detection._learned_recurrent_seconds(spec, batch, train=train)
+
+    monkeypatch.setattr(detection, "_recurrent_seconds",
+                        lambda batch, train: priced(batch, train) * ran[batch])
+    log_b, log_f = detection.recurrent_anchor(spec, train=False)
+    assert log_b == pytest.approx((math.log(8), math.log(64)))
+    assert log_f == pytest.approx((math.log(2.0), math.log(1.2)))
+    # Not for a spec the quick matmul did not scale (a catalog CPU, or the anchor off), nor for
+    # a benchmarked one; and a factor 10x away from the price is taken as a failed timing.
+    assert detection.recurrent_anchor(plain, train=False) is None
+    assert detection.recurrent_anchor(dataclasses.replace(spec, measured=True),
+                                      train=False) is None
+    monkeypatch.setattr(detection, "_RECURRENT_ANCHORS", {})
+    monkeypatch.setattr(detection, "_recurrent_seconds",
+                        lambda batch, train: priced(batch, train) * 10)
+    assert detection.recurrent_anchor(spec, train=False) is None
+
+
+def test_the_quick_lstm_layer_draws_no_random_numbers(monkeypatch):
+    torch.manual_seed(3)
+    state = torch.get_rng_state()
+    for train in (False, True):
+        assert detection._recurrent_seconds(8, train=train, repeats=1) > 0
+    assert torch.equal(torch.get_rng_state(), state)
 
 
 _real_usable_cores = detection.usable_cpu_cores
