@@ -48,7 +48,10 @@ factor applied to fused recurrent layers): 17.2 %, signed +0.0 %, the LSTM +5 / 
 inside; and the anchored spec's per-op cost timed (a one-element add: 2.0 us, for the default
 5): 14.5 %, signed -8.3 % (the 5 us had hidden memory-bound ops priced fast: BERT, GPT, ViT,
 the encoder and the batch-norm ResNet 11-32 % fast), the GRU +14 / +22 %, 44/44 inside (41
-without the spread).
+without the spread); and dropout's ``bernoulli_`` at the rate a quick one ran here
+(``detection.bernoulli_anchor``, 4.8 ns an element): 14.1 %, signed -4.8 %, 44/44 inside (39
+without), BERT-style training -22 -> -10 %, the encoder's -28 -> -6 %. Left: the batch-norm
+ResNet 31-33 % fast, the small CNN's inference 28 % slow.
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

@@ -357,7 +357,8 @@ def op_times(work: DeviceWork, devs: DeviceArrays, model: EfficiencyModel, *,
 #: 0.045 of the bandwidth: a random number per element is compute, not bandwidth, so a share
 #: of the bandwidth does not carry from one CPU to another; floored at 0.025, BERT-style and
 #: ``nn.TransformerEncoder`` training went from 7 and 17 % fast to 24 and 30 % slow on the
-#: second CPU. A floor: an op the curves already price slower keeps its time.
+#: second CPU. The attached CPU now times its own draws instead
+#: (:func:`_cpu_random_draws`). A floor: an op the curves already price slower keeps its time.
 CPU_SLOW_OP_BANDWIDTH = {"aten.max_pool2d_with_indices": 0.068, "aten.native_batch_norm": 0.185}
 
 
@@ -438,6 +439,31 @@ def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: 
         notes.append(f"Recurrent layers: x{factor:.2f} the learned curves' price, as a quick "
                      f"LSTM layer ({', '.join(f'batch {round(math.exp(b))}' for b in fit[0])}) "
                      f"ran here against its price at {spec.name}'s estimated peaks.")
+
+
+def _cpu_random_draws(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                      curves, notes: list[str]) -> None:
+    """On the attached CPU priced without a benchmark, eager dropout's ``bernoulli_`` takes at
+    least its bytes at the rate a quick ``bernoulli_`` ran here
+    (:func:`~aiadvisor.hardware.detection.bernoulli_anchor`), as memory time (in place)."""
+    rows = np.array([str(n).split("[")[0] == "aten.bernoulli_" for n in work.name])
+    if not rows.any():
+        return
+    from ..hardware.detection import bernoulli_anchor
+
+    for d, spec in enumerate(devs.specs):
+        if spec.kind != "cpu" or (curves and curves[d] is not None):
+            continue
+        per_byte = bernoulli_anchor(spec)
+        if per_byte is None:
+            continue
+        drawn = work.bytes_per_call[rows] * work.count[rows] * per_byte
+        body = parts["compute"][:, d, rows] + parts["memory"][:, d, rows]
+        parts["memory"][:, d, rows] = np.maximum(body, drawn[None, :])
+        parts["compute"][:, d, rows] = 0.0
+        notes.append(f"Dropout's random draws (bernoulli_): {drawn.sum() * 1e3:.3g} ms a step, "
+                     f"at the {per_byte * 8e9:.2g} ns an FP32 element a quick bernoulli_ took "
+                     "here.")
 
 
 def _default_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork,
@@ -959,6 +985,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     micro = parallel.num_microbatches * parallel.grad_accum_steps
     _cpu_recurrent_anchor(parts, work, devs, curves, notes, train=prof.mode == "train",
                           batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
+    _cpu_random_draws(parts, work, devs, curves, notes)
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())

@@ -1058,3 +1058,33 @@ def test_fused_recurrent_layers_take_the_quick_lstm_factor_at_their_batch(monkey
     anchor(parts, work, SimpleNamespace(specs=[cpu]), None, [],
                                   train=False, batch=256)
     assert parts["compute"][1, 0].tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_dropout_draws_take_the_quick_bernoulli_rate_on_the_attached_cpu(monkeypatch):
+    import importlib
+    from types import SimpleNamespace
+
+    from aiadvisor.hardware import detection
+
+    draws = importlib.import_module("aiadvisor.costmodel.predict")._cpu_random_draws
+    # 5 ns an FP32 element drawn = 5e-9 / 8 s a counted byte.
+    monkeypatch.setattr(detection, "bernoulli_anchor", lambda spec: 5e-9 / 8)
+    work = SimpleNamespace(name=np.array(["aten.bernoulli_", "aten.add"], dtype=object),
+                           bytes_per_call=np.array([8e6, 8e6]), count=np.array([3.0, 3.0]))
+    cpu = SimpleNamespace(kind="cpu", name="cpu")
+    parts = {k: np.full((3, 1, 2), 1e-3) for k in ("compute", "memory", "overhead")}
+    notes: list[str] = []
+    draws(parts, work, SimpleNamespace(specs=[cpu]), None, notes)
+    # 3 calls of 1 M elements at 5 ns: 15 ms, above the curves' 2 ms (compute + memory).
+    assert parts["memory"][1, 0].tolist() == pytest.approx([15e-3, 1e-3])
+    assert parts["compute"][1, 0].tolist() == pytest.approx([0.0, 1e-3])
+    assert parts["overhead"][1, 0].tolist() == pytest.approx([1e-3, 1e-3])
+    assert "15 ms a step, at the 5 ns an FP32 element" in notes[0]
+    # A floor: where the curves price the draws slower, their time stays.
+    parts = {k: np.full((3, 1, 2), 10e-3) for k in ("compute", "memory", "overhead")}
+    draws(parts, work, SimpleNamespace(specs=[cpu]), None, [])
+    assert parts["memory"][1, 0, 0] == pytest.approx(20e-3)
+    # A benchmarked CPU keeps its calibration's timing.
+    parts = {k: np.full((3, 1, 2), 1e-3) for k in ("compute", "memory", "overhead")}
+    draws(parts, work, SimpleNamespace(specs=[cpu]), [object()], [])
+    assert parts["memory"][1, 0, 0] == pytest.approx(1e-3)

@@ -364,6 +364,22 @@ def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monk
     assert detection.recurrent_anchor(spec, train=False) is None
 
 
+def test_the_quick_bernoulli_draws_from_its_own_generator(monkeypatch):
+    monkeypatch.setattr(detection, "_BERNOULLI_ANCHORS", {})
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    spec = _real_anchor(detect(anchor=False))
+    per_byte = detection.bernoulli_anchor(spec)
+    assert torch.equal(torch.get_rng_state(), state)
+    if spec.kind == "cpu" and not spec.measured and spec.notes.startswith(detection.ANCHOR_MARK):
+        # Seconds per counted byte (8 an FP32 element): a CPU draws well under a billion
+        # random numbers a second on a core, so above 1e-12 s a byte.
+        assert per_byte is not None and per_byte > 1e-12
+    # Only the attached CPU the quick matmul scaled: not a benchmarked spec, nor a catalog one.
+    assert detection.bernoulli_anchor(dataclasses.replace(spec, measured=True)) is None
+    assert detection.bernoulli_anchor(dataclasses.replace(spec, notes="catalog row")) is None
+
+
 def test_the_quick_lstm_layer_draws_no_random_numbers(monkeypatch):
     torch.manual_seed(3)
     state = torch.get_rng_state()
