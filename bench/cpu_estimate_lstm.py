@@ -10,8 +10,9 @@ Prints each case, its band and the MAPE and signed mean; nothing is written.
 
 2-core Intel Xeon VM with AMX, 2026-12-07: before the recurrent anchor, MAPE 36.0 % (signed
 -36.0 %: every case fast, batch 8 by 50-55 %, and 6 of 12 outside the band); with it, 13.9 %
-(signed +1.6 %, 12/12 inside); with the anchored per-op cost as well, 12.2 % and 13.3 % in two runs
-(signed -6.8 and -3.8 %, largest -24 %, 12/12 inside). The first case is the LSTM of ``bench/cpu_estimate_band.py``.
+(signed +1.6 %, 12/12 inside); with the anchored per-op cost as well, 12.2 % and 13.3 % in
+two runs (signed -6.8 and -3.8 %, largest -24 %, 12/12 inside). The first case is the LSTM of
+``bench/cpu_estimate_band.py``.
 
 Usage: ``python bench/cpu_estimate_lstm.py`` (about a minute on 2 cores).
 """
