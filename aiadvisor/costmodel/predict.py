@@ -417,8 +417,8 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
 
 def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                           curves, notes: list[str], *, train: bool, batch: float) -> None:
-    """On the attached CPU priced without a benchmark, scale the compute and memory time of the
-    fused recurrent layers (their records' names carry :data:`~.ops.RECURRENT_MARKERS`; the
+    """On the attached CPU priced without a benchmark, in FP32, scale the compute and memory time
+    of the fused recurrent layers (their records' names carry :data:`~.ops.RECURRENT_MARKERS`; the
     per-step GEMMs of an unfused GRU are plain GEMMs) by how much longer an LSTM layer took
     here than priced (:func:`~aiadvisor.hardware.detection.recurrent_anchor`, in the profile's
     mode), interpolated in log batch between the batches timed, flat beyond them (in place)."""
@@ -443,8 +443,8 @@ def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: 
 
 def _cpu_random_draws(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                       curves, notes: list[str]) -> None:
-    """On the attached CPU priced without a benchmark, eager dropout's ``bernoulli_`` takes at
-    least its bytes at the rate a quick ``bernoulli_`` ran here
+    """On the attached CPU priced without a benchmark, in FP32, eager dropout's ``bernoulli_``
+    takes at least its bytes at the rate a quick FP32 ``bernoulli_`` ran here
     (:func:`~aiadvisor.hardware.detection.bernoulli_anchor`), as memory time (in place)."""
     rows = np.array([str(n).split("[")[0] == "aten.bernoulli_" for n in work.name])
     if not rows.any():
@@ -982,10 +982,11 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                          f"more kernels and {fmt_bytes(islands[0])} more traffic a step, whole "
                          f"batch); autocast=False prices plain {precision} (model.to(dtype) "
                          "without autocast).")
-    micro = parallel.num_microbatches * parallel.grad_accum_steps
-    _cpu_recurrent_anchor(parts, work, devs, curves, notes, train=prof.mode == "train",
-                          batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
-    _cpu_random_draws(parts, work, devs, curves, notes)
+    if precision == "fp32":  # the quick timings ran in FP32
+        micro = parallel.num_microbatches * parallel.grad_accum_steps
+        _cpu_recurrent_anchor(parts, work, devs, curves, notes, train=prof.mode == "train",
+                              batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
+        _cpu_random_draws(parts, work, devs, curves, notes)
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())
