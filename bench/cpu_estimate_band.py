@@ -46,12 +46,14 @@ default 5 us launch each, measured 1.8 us), the batch-norm ResNet 23-32 % fast. 
 ``detection.recurrent_anchor`` (an LSTM layer timed at batch 8 and 64 against its price, its
 factor applied to fused recurrent layers): 17.2 %, signed +0.0 %, the LSTM +5 / +7 %, 40/44
 inside; and the anchored spec's per-op cost timed (a one-element add: 2.0 us, for the default
-5): 14.5 %, signed -8.3 % (the 5 us had hidden memory-bound ops priced fast: BERT, GPT, ViT,
-the encoder and the batch-norm ResNet 11-32 % fast), the GRU +14 / +22 %, 44/44 inside (41
-without the spread); and dropout's ``bernoulli_`` at the rate a quick one ran here
-(``detection.bernoulli_anchor``, 4.8 ns an element): 14.1 %, signed -4.8 %, 44/44 inside (39
-without), BERT-style training -22 -> -10 %, the encoder's -28 -> -6 %. Left: the batch-norm
-ResNet 31-33 % fast, the small CNN's inference 28 % slow.
+5): 14.5 %, signed -8.3 % (the 5 us had hidden ops priced fast: BERT, GPT, ViT, the encoder
+and the batch-norm ResNet 11-32 % fast; alone, on their own inputs, their elementwise ops and
+norms ran at or below the curves' price, dropout's draws 16x above it), the GRU +14 /
++22 %, 44/44 inside (41 without the spread); and dropout's ``bernoulli_`` at the rate a
+quick one ran here (``detection.bernoulli_anchor``, 4.8 ns an element): 14.1 %, signed
+-4.8 %, 44/44 inside (39 without), BERT-style training -22 -> -10 %, the encoder's -28 ->
+-6 %. Left: the batch-norm ResNet 31-33 % fast (its convolutions took about twice their
+price), the small CNN's inference 28 % slow (its max pools priced at the EPYC's share).
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """
