@@ -63,13 +63,13 @@ def test_calibrate_prints_the_op_grid_and_writes_json(capsys, monkeypatch, tmp_p
     # 30 memory-bound ops at one size (max pools in 2 windows x 2 layouts, batch norms in 2
     # modes x 2 layouts and a backward in 2 among them) + 6
     # linear shapes x (forward, backward) + 2 large-weight
-    # linear shapes and 7 + 7 skinny (decode-step) shapes at K = 2048 and K = 512 and 4 on
-    # one weight in cache (recurrent steps), forward only + 7 convolutions and a
-    # 1,024-MAC one (the per-call time) in 2 layouts (NCHW, channels_last) and 4 LSTM layers x
-    # (forward, backward) + the first touch
+    # linear shapes and 7 + 7 skinny (decode-step) shapes at K = 2048 and K = 512, 4 of them
+    # again cycling 32 MiB and 4 on one weight in cache (recurrent steps), forward only
+    # + 7 convolutions and a 1,024-MAC one (the per-call time) in 2 layouts (NCHW,
+    # channels_last) and 4 LSTM layers x (forward, backward) + the first touch
     # of a fresh 128 MiB buffer + the square root of zeros; no decode-cache points with a 1
     # K-element grid.
-    assert len(data["ops"]) == 30 + 12 + 2 + 14 + 4 + 32 + 8 + 1 + 1 \
+    assert len(data["ops"]) == 30 + 12 + 2 + 14 + 4 + 4 + 32 + 8 + 1 + 1 \
         and len(data["optimizer"]) == 12
     assert "sqrt[zeros]" in out and "ns an element" in out
     assert data["config"]["op_elements"] == [2**10]

@@ -83,6 +83,7 @@ FP32 ones, so halving the bytes would halve the time wrongly).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -95,6 +96,7 @@ from ..hardware.calibrate import (
     CONV_CALL_SUFFIX,
     MAX_POOL_OP,
     SKINNY_SHAPES,
+    SKINNY_WARM_CYCLE_BYTES,
     STEP_SUFFIX,
     base_op,
 )
@@ -227,6 +229,11 @@ class LocalCalibration:
     (:data:`~aiadvisor.hardware.calibrate.SKINNY_HOT_SHAPES`), by increasing rows: the price
     of a recurrent layer's per-step GEMMs (:data:`~aiadvisor.hardware.calibrate.STEP_SUFFIX`).
     Empty in a calibration from before they were timed."""
+    skinny_warm: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """dtype -> (log rows, log FLOP/s) of the skinny grid's shapes timed cycling only
+    :data:`~aiadvisor.hardware.calibrate.SKINNY_WARM_CYCLE_BYTES` of weights, by increasing
+    rows: the rate of a step whose weights all fit in that much (:meth:`_skinny_seconds`).
+    Empty in a calibration from before they were timed."""
     bw_gbs: float | None = None
     """Measured streaming bandwidth (GB/s)."""
     conv: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -292,6 +299,7 @@ class LocalCalibration:
         family_ops: dict[tuple[str, str], list[str]] = {}
         skinny: dict[str, list[tuple[float, float]]] = {}
         hot: dict[str, list[tuple[float, float]]] = {}
+        warm: dict[str, list[tuple[float, float]]] = {}
         narrow: dict[float, dict[str, list[tuple[float, float]]]] = {}
         conv: dict[tuple[str, str], list[tuple[float, float]]] = {}
         conv_points: list = []
@@ -313,9 +321,10 @@ class LocalCalibration:
             if work <= 0 or p.seconds <= 0:
                 continue
             dtype = getattr(p, "dtype", "float32")
-            if p.family == "gemm-skinny-hot":
+            if p.family in ("gemm-skinny-hot", "gemm-skinny-warm"):
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
-                hot.setdefault(dtype, []).append((np.log(rows), np.log(p.flops / p.seconds)))
+                (hot if p.family == "gemm-skinny-hot" else warm).setdefault(dtype, []).append(
+                    (np.log(rows), np.log(p.flops / p.seconds)))
                 continue
             if p.family == "gemm-skinny":
                 rows = gemm_rows(p.flops, p.num_bytes, dtype)
@@ -361,6 +370,8 @@ class LocalCalibration:
         cold = {key: pts for key, pts in by_key.items() if key[0].endswith(COLD_SUFFIX)}
         rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in skinny.items()}
         hot_rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts))) for dt, pts in hot.items()}
+        warm_rates = {dt: tuple(np.array(v) for v in zip(*sorted(pts)))
+                      for dt, pts in warm.items()}
         narrow_rates = {dt: (float(np.log(k)), *(np.array(v) for v in zip(*sorted(pts))))
                         for k, by_dtype in narrow.items() for dt, pts in by_dtype.items()}
         return cls(matmul=list(matmul), curves=curves,
@@ -368,6 +379,7 @@ class LocalCalibration:
                    optimizer=fit_optimizers(result.optimizer),
                    optimizer_rates=fit_optimizer_rates(result.optimizer), date=result.date,
                    skinny=rates, skinny_narrow=narrow_rates, skinny_hot=hot_rates,
+                   skinny_warm=warm_rates,
                    bw_gbs=result.memory_bw_gbs,
                    conv={k: _intensity_rates(v) for k, v in conv.items()},
                    conv_call=conv_call, conv_weight=conv_weight,
@@ -379,7 +391,8 @@ class LocalCalibration:
     def op_seconds(self, names: np.ndarray, families: np.ndarray, bytes_per_call: np.ndarray,
                    flops_per_call: np.ndarray, dtypes: np.ndarray | None = None,
                    weight_elements: np.ndarray | None = None,
-                   written_bytes: np.ndarray | None = None) -> np.ndarray:
+                   written_bytes: np.ndarray | None = None,
+                   step_weight_bytes: float = math.inf) -> np.ndarray:
         """Seconds per call of each op from its own curve, else its family's median, in the
         op's dtype (``dtypes``, default FP32); NaN where nothing was measured. A memory-bound op
         with no curve in its 16-bit dtype falls back to the FP32 curve at its bytes; a GEMM
@@ -387,7 +400,9 @@ class LocalCalibration:
         ``weight_elements`` (per call; 0 or None: unknown) adds
         :meth:`gemm_weight_seconds`, unless priced as skinny; a recurrent layer's per-step
         GEMM (``[step]``, forward or the hidden state's gradient in backward) takes the skinny
-        rate on a weight in cache (:attr:`skinny_hot`)."""
+        rate on a weight in cache (:attr:`skinny_hot`). ``step_weight_bytes``: the forward
+        GEMMs' weights a step reads in all (skinny GEMMs of a step whose weights a cache may
+        hold take the :attr:`skinny_warm` rates, see :meth:`_skinny_seconds`)."""
         out = np.full(len(names), np.nan)
         steps = np.array([str(n).endswith(STEP_SUFFIX) for n in names], dtype=bool)
         if dtypes is None:
@@ -451,7 +466,8 @@ class LocalCalibration:
             if fam == "gemm-forward" and dtype in self.skinny:
                 self._skinny_seconds(out, np.asarray(rows), flops_per_call, bytes_per_call,
                                      dtype, weight_elements=weight_elements,
-                                     written_bytes=written_bytes)
+                                     written_bytes=written_bytes,
+                                     step_weight_bytes=step_weight_bytes)
             if fam in ("gemm-forward", "gemm-backward") and dtype in self.skinny_hot:
                 hot_rows = np.asarray(rows)[steps[rows]]
                 if len(hot_rows):
@@ -542,11 +558,20 @@ class LocalCalibration:
     def _skinny_seconds(self, out: np.ndarray, rows: np.ndarray, flops: np.ndarray,
                         num_bytes: np.ndarray, dtype: str, *,
                         weight_elements: np.ndarray | None = None,
-                        written_bytes: np.ndarray | None = None) -> None:
+                        written_bytes: np.ndarray | None = None,
+                        step_weight_bytes: float = math.inf) -> None:
         """Overwrite the time of the skinny GEMMs among ``rows`` (in place): the skinny grid's
         rate at their rows, moved along ``log K`` toward the rate timed at the shorter K where
         their K is known (``K = weight elements / N``, ``N`` = written elements / rows) and the
-        calibration timed one (within two octaves below it and one above the grid's K)."""
+        calibration timed one (within two octaves below it and one above the grid's K).
+
+        A step whose forward GEMMs read at most
+        :data:`~aiadvisor.hardware.calibrate.SKINNY_WARM_CYCLE_BYTES` of weights in all
+        (``step_weight_bytes``) takes, at each row count, the warm grid's rate over the skinny
+        grid's (:attr:`skinny_warm`, the same shapes cycling that much): its weights are still
+        in the cache at the next step. From that size to twice it the shift fades in log
+        bytes; beyond, none (a 140 MB decoder ran at the DRAM rates on a CPU reporting 480 MB
+        of shared L3)."""
         f, b = flops[rows], num_bytes[rows]
         m = gemm_rows(f, b, dtype)
         log_m, log_rate = self.skinny[dtype]
@@ -571,6 +596,14 @@ class LocalCalibration:
             log_k = np.clip(log_k, log_k_narrow - 2 * np.log(2), ref + np.log(2))
             slope = (log_r - np.interp(at_m, nm, nrate)) / (ref - log_k_narrow)
             log_r = np.where(known, log_r + slope * (log_k - ref), log_r)
+        warm = self.skinny_warm.get(dtype)
+        share = float(np.clip(np.log(2 * SKINNY_WARM_CYCLE_BYTES / max(step_weight_bytes, 1.0))
+                              / np.log(2), 0.0, 1.0)) if np.isfinite(step_weight_bytes) else 0.0
+        if warm is not None and share > 0:
+            # Never slower than the DRAM rates: a cache that does not hold the cycle times
+            # the warm grid as the skinny one, up to noise.
+            log_r = log_r + share * np.maximum(
+                np.interp(at_m, *warm) - np.interp(at_m, log_m, log_rate), 0.0)
         seconds = f[thin] / np.exp(log_r)
         if self.bw_gbs:
             seconds = np.maximum(seconds, b[thin] / (self.bw_gbs * 1e9))

@@ -390,11 +390,16 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
                          zip(work.name, work.op_class, work.phase, work.feature_divisor)],
                         dtype=object)
     written = work.written_per_call
+    weight_bytes = math.inf   # the forward GEMMs' weights a step reads (unknown: no record)
+    if work.weight_per_call is not None and (work.weight_per_call > 0).any():
+        size = np.array([DTYPE_BYTES.get(str(t), 4.0) for t in op_dtypes]) \
+            if op_dtypes is not None else 4.0
+        weight_bytes = float((work.weight_per_call * work.count * size).sum())
     total = cal.op_seconds(work.name, families, work.bytes_per_call / steps,
                            work.flops_per_call / steps, op_dtypes,
                            weight_elements=work.weight_per_call,
-                           written_bytes=None if written is None else written / steps
-                           ) * steps * work.count
+                           written_bytes=None if written is None else written / steps,
+                           step_weight_bytes=weight_bytes) * steps * work.count
     for i in np.flatnonzero(work.op_class == "optimizer"):
         t = cal.optimizer_seconds(str(work.name[i]), float(work.count[i]),
                                   float(work.flops_per_call[i] * work.count[i]),

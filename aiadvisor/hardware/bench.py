@@ -42,6 +42,7 @@ from .calibrate import (
     SKINNY_HOT_SHAPES,
     SKINNY_NARROW_SHAPES,
     SKINNY_SHAPES,
+    SKINNY_WARM_SHAPES,
     WIDE_SHAPES,
     OpPoint,
     OptimizerPoint,
@@ -69,7 +70,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 23
+_CACHE_VERSION = 24
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]
@@ -689,6 +690,7 @@ def _run(torch: Any, device: Any, config: dict[str, Any], skipped: dict[str, str
         per_dtype = (len(config["op_elements"]) + len(attention_grid(config["op_elements"]))
                      + (len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
                         + len(SKINNY_NARROW_SHAPES) + len(SKINNY_HOT_SHAPES)
+                        + len(SKINNY_WARM_SHAPES)
                         + len(cache_grid(config["op_elements"]))
                         if device.backend == "cpu" else 0))
         # Cold inputs, the first touch and the square root of zeros.

@@ -78,6 +78,15 @@ SKINNY_HOT_SHAPES = tuple((m, 256, 1024) for m in (1, 4, 16, 64))
 #: 140 MB decode step ran at the DRAM rates (7.1-7.7 ms at batch 1, 5.0 ms predicted from
 #: rates timed cycling 32 MB), so the grid is not timed on cached weights.
 SKINNY_CYCLE_BYTES = 512 * 2**20
+#: The skinny grid's square shapes at four row counts timed once more cycling only
+#: :data:`SKINNY_WARM_CYCLE_BYTES` of weights (family ``gemm-skinny-warm``): a model whose
+#: weights all fit in a CPU's last-level cache finds them there at the next decode step, where
+#: the skinny grid reads them from DRAM. On the 2-core Xeon VM with AMX a 5 M-parameter
+#: decoder's batch-8 decode step (20 MB of weights) ran its 24 linear GEMMs in 0.59 ms where
+#: the DRAM rates priced 1.33; a 140 MB one ran at the DRAM rates (above). Where the cache
+#: does not hold the cycle, this grid reads as the skinny one and nothing changes.
+SKINNY_WARM_SHAPES = tuple((m, 2048, 2048) for m in (1, 4, 16, 64))
+SKINNY_WARM_CYCLE_BYTES = 32 * 2**20
 #: Bytes of weight matrices each large-weight timing (:data:`WIDE_SHAPES`) cycles through, for
 #: the same reason: a step reads each layer's weights once, after the other layers' (measured
 #: on the development CPU, bf16 MLP 1024-4096-4096-1024 at batch 256: 7.8 ms a step run in a
@@ -291,9 +300,11 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
                   time_op: Callable[..., float], min_time_s: float,
                   step: Callable[[str], None], shapes=LINEAR_SHAPES, skinny=SKINNY_SHAPES,
                   wide=WIDE_SHAPES, narrow=SKINNY_NARROW_SHAPES, hot=SKINNY_HOT_SHAPES,
+                  warm=SKINNY_WARM_SHAPES,
                   dtypes: tuple[str, ...] = ("float32",)) -> list[OpPoint]:
     """Forward and backward GEMMs of linear layers, forward GEMMs of ones with large weights
-    (family ``gemm-forward-wide``), of skinny ones (family ``gemm-skinny``) and of skinny ones
+    (family ``gemm-forward-wide``), of skinny ones (family ``gemm-skinny``), of skinny ones
+    cycling weights a last-level cache may hold (family ``gemm-skinny-warm``) and of skinny ones
     on one weight matrix in cache (family ``gemm-skinny-hot``). A backward point
     stands for one of its two GEMM calls (2 M K N FLOPs, half the measured time), as the
     profiler records them."""
@@ -326,6 +337,9 @@ def linear_points(torch: Any, *, dev: str, sync: Callable[[], None],
         points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
                                 min_time_s=min_time_s, step=step, shapes=(*skinny, *narrow),
                                 dtype=dtype)
+        points += skinny_points(torch, dev=dev, sync=sync, time_op=time_op,
+                                min_time_s=min_time_s, step=step, shapes=warm, dtype=dtype,
+                                cycle_bytes=SKINNY_WARM_CYCLE_BYTES, family="gemm-skinny-warm")
         for m, k, n in hot:
             step(f"linear {dtype} {m}x{k}x{n} one weight")
             x, w = torch.randn(m, k, device=dev, dtype=f), torch.randn(n, k, device=dev, dtype=f)

@@ -1088,3 +1088,47 @@ def test_dropout_draws_take_the_quick_bernoulli_rate_on_the_attached_cpu(monkeyp
     parts = {k: np.full((3, 1, 2), 1e-3) for k in ("compute", "memory", "overhead")}
     draws(parts, work, SimpleNamespace(specs=[cpu]), [object()], [])
     assert parts["memory"][1, 0, 0] == pytest.approx(1e-3)
+
+
+def test_a_step_whose_weights_a_cache_holds_takes_the_warm_skinny_rates():
+    import dataclasses
+
+    from aiadvisor.hardware.calibrate import SKINNY_WARM_CYCLE_BYTES
+
+    def point(family, m, gflops):
+        flops = 2.0 * m * 2048 * 2048
+        return OpPoint(op="aten.addmm", family=family, num_bytes=4.0 * 2048 * 2048,
+                       flops=flops, seconds=flops / (gflops * 1e9))
+
+    # DRAM (skinny) rates 10 and 40 GFLOP/s at 1 and 64 rows; warm (cycling 32 MiB) 20 and 40.
+    pts = (point("gemm-skinny", 1, 10), point("gemm-skinny", 64, 40),
+           point("gemm-skinny-warm", 1, 20), point("gemm-skinny-warm", 64, 40),
+           OpPoint(op="aten.addmm", family="gemm-forward", num_bytes=4.0 * 3 * 256**2,
+                   flops=2.0 * 256**3, seconds=2.0 * 256**3 / 100e9))
+    cal = LocalCalibration.from_benchmark(dataclasses.replace(_benchmark(), ops=pts), "fp32")
+    assert SKINNY_WARM_CYCLE_BYTES == 32 * 2**20
+    flops, num_bytes = 2.0 * 2048 * 2048, 4.0 * 2048 * 2048   # one row of a 2048 x 2048 weight
+
+    def seconds(step_weight_bytes=math.inf, f=flops):
+        return cal.op_seconds(np.array(["aten.addmm"], dtype=object),
+                              np.array(["gemm-forward"], dtype=object), np.array([num_bytes]),
+                              np.array([f]), step_weight_bytes=step_weight_bytes)[0]
+
+    # Weights unknown or beyond 64 MiB: the DRAM rate, 10 GFLOP/s at one row.
+    assert seconds() == pytest.approx(flops / 10e9, rel=1e-6)
+    assert seconds(100 * 2**20) == pytest.approx(flops / 10e9, rel=1e-6)
+    # 20 MiB of weights in the whole step: the warm rate, 20 GFLOP/s.
+    assert seconds(20 * 2**20) == pytest.approx(flops / 20e9, rel=1e-6)
+    # 45.25 MiB (32 x 2^0.5): half-way in log bytes to 64 MiB, half the shift in log rate:
+    # 10 x 2^0.5 = 14.1 GFLOP/s.
+    assert seconds(32 * 2**20 * 2**0.5) == pytest.approx(flops / (10e9 * 2**0.5), rel=1e-6)
+    # At 64 rows both grids read 40: nothing changes.
+    assert seconds(20 * 2**20, 64 * flops) == pytest.approx(64 * flops / 40e9, rel=1e-6)
+    # A warm grid slower than the DRAM one (a cache that does not hold the cycle, noise) is
+    # not used to slow the step down.
+    slow = dataclasses.replace(cal, skinny_warm={"float32": (np.log([1.0, 64.0]),
+                                                             np.log([5e9, 40e9]))})
+    assert slow.op_seconds(np.array(["aten.addmm"], dtype=object),
+                           np.array(["gemm-forward"], dtype=object), np.array([num_bytes]),
+                           np.array([flops]), step_weight_bytes=20 * 2**20)[0] == \
+        pytest.approx(flops / 10e9, rel=1e-6)

@@ -273,7 +273,12 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
                  if p.family == "gemm-skinny-hot")
     assert hot == sorted((2.0 * m * k * n, k, 0.0) for m, k, n in SKINNY_HOT_SHAPES)
     assert [m for m, _, _ in SKINNY_HOT_SHAPES] == [1, 4, 16, 64]
-    # AdamW, SGD with momentum and SGD, three sizes each.
+    # The skinny grid's square shapes at 1, 4, 16 and 64 rows again, cycling 32 MiB of weights
+    # (two 2048 x 2048 FP32 matrices): the rates of a step whose weights a cache may hold.
+    warm = sorted((p.flops, p.cycle_bytes) for p in result.ops
+                  if p.family == "gemm-skinny-warm")
+    assert warm == sorted((2.0 * m * 2048 * 2048, 32 * 2**20) for m in (1, 4, 16, 64))
+    # AdamW, SGD with momentum and SGD, four sizes each.
     assert sorted({p.optimizer for p in result.optimizer}) == ["adamw", "sgd", "sgd_momentum"]
     assert len(result.optimizer) == 12 and all(p.seconds > 0 for p in result.optimizer)
     # The cache round-trips the grid, and a spec made from it finds its measurement.
@@ -283,7 +288,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     spec = again.apply_to(get("H100"))
     assert measurement_for(spec) is again
     # 30 grid ops at two sizes, addmm and mm of the linear layers, the large-weight, the
-    # skinny and the skinny-on-one-weight addmm, two
+    # skinny, the warm skinny (4) and the skinny-on-one-weight addmm, two
     # convolution and two LSTM-layer ops (forward, backward) per shape, the first touch, the
     # square root of zeros.
     # Convolutions: forward and backward, in NCHW and in channels_last, and the 1,024-MAC one
@@ -291,7 +296,7 @@ def test_op_grid_counts_work_as_the_profiler_does(tmp_path):
     # 30, addmm, mm, convolution and its backward in each layout, the LSTM layer and its
     # backward, the first touch, the square root of zeros: 40.
     timings = (2 * 30 + 2 * len(LINEAR_SHAPES) + len(WIDE_SHAPES) + len(SKINNY_SHAPES)
-               + len(SKINNY_NARROW_SHAPES) + len(SKINNY_HOT_SHAPES)
+               + len(SKINNY_NARROW_SHAPES) + len(SKINNY_HOT_SHAPES) + 4
                + 4 * (len(CONV_SHAPES) + 1)
                + 2 * len(RECURRENT_SHAPES) + 2)
     assert f"an op grid ({timings} timings of 40 ops)" in spec.notes
