@@ -14,7 +14,10 @@ with ``ops=True``, the time of a grid of other ops at several sizes and of optim
   beyond the ends), moved along ``log K`` toward the rate timed at a shorter ``K`` where its
   ``K`` is known (one-row GEMMs with short dot products run slower: 15 GB/s at K = 512 where
   K = 2048 ran 21 on the 2026-12-06 development CPU), and never faster than its bytes over
-  the measured bandwidth. A forward GEMM
+  the measured bandwidth. A step whose forward GEMMs read at most 32 MiB of weights in all
+  takes, at each ``M``, the rates timed cycling that much instead (``gemm-skinny-warm``: its
+  weights are still in the cache at the next step; :meth:`LocalCalibration._skinny_seconds`).
+  A forward GEMM
   whose weight (``weight_elements``: its module's own parameters per call) is larger than
   the linear grid's largest pays :meth:`LocalCalibration.gemm_weight_seconds` on top: the
   extra seconds per weight element fitted from the grid's large-weight GEMMs (family
