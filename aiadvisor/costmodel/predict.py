@@ -20,6 +20,7 @@ from ..estimate.collectives import (
     hierarchical_time_s,
     stage_imbalance,
 )
+from ..hardware.calibrate import base_op
 from ..hardware.fabrics import Network
 from ..schema import ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS, fmt_bytes
@@ -38,7 +39,6 @@ from .model import LOW_POWER_SUFFIX, MAX_LOG_SLOWDOWN, QUANTILES, EfficiencyMode
 from .ops import (
     AUTOCAST_ISLAND_OP,
     NF4_DEQUANT_BYTES,
-    RECURRENT_MARKERS,
     DeviceWork,
     OpArrays,
     amp_cast_bytes,
@@ -420,14 +420,13 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     parts["overhead"][:, d, hit] = overhead[hit]
 
 
-def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], rec: np.ndarray, devs: DeviceArrays,
                           curves, notes: list[str], *, train: bool, batch: float) -> None:
     """On the attached CPU priced without a benchmark, in FP32, scale the compute and memory time
-    of the fused recurrent layers (their records' names carry :data:`~.ops.RECURRENT_MARKERS`; the
+    of the fused recurrent layers (``rec``: :attr:`~.ops.OpArrays.recurrent`, one per op; the
     per-step GEMMs of an unfused GRU are plain GEMMs) by how much longer an LSTM layer took
     here than priced (:func:`~aiadvisor.hardware.detection.recurrent_anchor`, in the profile's
     mode), interpolated in log batch between the batches timed, flat beyond them (in place)."""
-    rec = np.array([any(m in str(n).lower() for m in RECURRENT_MARKERS) for n in work.name])
     if not rec.any() or batch <= 0:
         return
     from ..hardware.detection import recurrent_anchor
@@ -451,7 +450,7 @@ def _cpu_random_draws(parts: dict[str, np.ndarray], work: DeviceWork, devs: Devi
     """On the attached CPU priced without a benchmark, in FP32, eager dropout's ``bernoulli_``
     takes at least its bytes at the rate a quick FP32 ``bernoulli_`` ran here
     (:func:`~aiadvisor.hardware.detection.bernoulli_anchor`), as memory time (in place)."""
-    rows = np.array([str(n).split("[")[0] == "aten.bernoulli_" for n in work.name])
+    rows = np.array([base_op(str(n)) == "aten.bernoulli_" for n in work.name])
     if not rows.any():
         return
     from ..hardware.detection import bernoulli_anchor
@@ -989,7 +988,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
                          "without autocast).")
     if precision == "fp32":  # the quick timings ran in FP32
         micro = parallel.num_microbatches * parallel.grad_accum_steps
-        _cpu_recurrent_anchor(parts, work, devs, curves, notes, train=prof.mode == "train",
+        rec = np.concatenate([ops.recurrent, np.zeros(len(work.count) - len(ops), bool)])
+        _cpu_recurrent_anchor(parts, rec, devs, curves, notes, train=prof.mode == "train",
                               batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
         _cpu_random_draws(parts, work, devs, curves, notes)
     _default_optimizer_steps(parts, work, devs, curves, host_costs)

@@ -1037,14 +1037,24 @@ def test_fused_recurrent_layers_take_the_quick_lstm_factor_at_their_batch(monkey
     seen = []
     monkeypatch.setattr(detection, "recurrent_anchor",
                         lambda spec, train: (seen.append((spec.name, train)), fit)[1])
-    work = SimpleNamespace(name=np.array(["aten.mkldnn_rnn_layer", "aten.addmm",
-                                          "aten.mkldnn_rnn_layer_backward"], dtype=object))
+    # The flag step_parts passes (OpArrays.recurrent) marks oneDNN's fused layer, forward and
+    # backward, and nothing else of an LSTM's training step.
+    import aiadvisor as aa
+    from aiadvisor.costmodel.api import _ops
+
+    with torch.random.fork_rng(devices=[]):
+        lstm = torch.nn.LSTM(16, 16, batch_first=True, device="meta")
+    ops = _ops(aa.profile(lstm, torch.empty(2, 8, 16, device="meta"), mode="train",
+                          optimizer="none"))
+    assert {str(n) for n, r in zip(ops.name, ops.recurrent) if r} == {
+        "aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward"}
     cpu, calibrated = SimpleNamespace(kind="cpu", name="cpu"), SimpleNamespace(kind="cpu",
                                                                                name="cal")
     devs = SimpleNamespace(specs=[cpu, calibrated])
     parts = {k: np.ones((3, 2, 3)) for k in ("compute", "memory", "overhead")}
     notes: list[str] = []
-    anchor(parts, work, devs, [None, object()], notes, train=True,
+    recurrent = np.array([True, False, True])   # the two fused-layer records, not the addmm
+    anchor(parts, recurrent, devs, [None, object()], notes, train=True,
                                   batch=16)
     # Batch 16 is a third of the way from 8 to 64 in log batch: 2 ** (2/3) = 1.587.
     factor = 2 ** (2 / 3)
@@ -1055,7 +1065,7 @@ def test_fused_recurrent_layers_take_the_quick_lstm_factor_at_their_batch(monkey
     assert seen == [("cpu", True)] and "x1.59" in notes[0] and "batch 8, batch 64" in notes[0]
     # Beyond the batches timed: flat (batch 256 takes batch 64's factor, 1).
     parts = {k: np.ones((3, 1, 3)) for k in ("compute", "memory", "overhead")}
-    anchor(parts, work, SimpleNamespace(specs=[cpu]), None, [],
+    anchor(parts, recurrent, SimpleNamespace(specs=[cpu]), None, [],
                                   train=False, batch=256)
     assert parts["compute"][1, 0].tolist() == pytest.approx([1.0, 1.0, 1.0])
 
