@@ -70,7 +70,7 @@ __all__ = [
     "text_progress",
 ]
 
-_CACHE_VERSION = 24
+_CACHE_VERSION = 25
 _DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 Progress = Callable[[float, str], None]

@@ -152,18 +152,18 @@ def base_op(name: str) -> str:
     """An op record's aten name without its suffixes (``[cache]``, ``[3x3]``,
     ``[channels_last]``)."""
     return name.split("[", 1)[0]
-#: Bytes of the buffer the first-touch timing allocates afresh per call: above what glibc keeps
-#: of freed heap memory (its trim threshold, at most twice the largest mmap threshold: 64 MiB
-#: on 64-bit Linux), so every allocation is new pages from the kernel, faulted in when first
-#: written. Measured on the 2-core development CPU: 13 ms more to fill a fresh 64 MiB buffer
-#: than a reused one (0.8 us per 4 KiB page, 5 GB/s); GPT-2's 103-411 MB prompt logits at
-#: batch 4-8 faulted in every page that way. (A 64 MiB buffer timed at the end of the
-#: calibration came from retained heap memory: 0.7 ms; so it is timed first.) The buffer is
-#: filled and freed twice before the timing: in a new process on this VM the first
-#: 128 MiB cost 1.2-1.5 ms per MiB (guest memory the hypervisor had not yet backed), 0.14-0.20
-#: ms from then on (four calibrations), which is what the steps of a running process pay. One
-#: calibration right after the VM started still read 0.62 ms (``benchmark(refresh=True)``
-#: measures again).
+#: Bytes of the buffer the first-touch timing maps afresh per call (:func:`fresh_pages`: new
+#: pages from the kernel, faulted in when first written). Measured on the 2-core development
+#: CPU: 13 ms more to fill a fresh 64 MiB buffer than a reused one (0.8 us per 4 KiB page,
+#: 5 GB/s); GPT-2's 103-411 MB prompt logits at batch 4-8 faulted in every page that way. The
+#: buffer is mapped, filled and unmapped twice before the timing: in a new process on this VM
+#: the first 128 MiB cost 1.2-1.5 ms per MiB (guest memory the hypervisor had not yet backed),
+#: 0.14-0.20 ms from then on (four calibrations), which is what the steps of a running process
+#: pay. It was a ``torch.empty`` until 2026-12-07: glibc served it from freed heap memory the
+#: calling process already held wherever such a block was free (a 64 MiB buffer timed at the
+#: end of a calibration read 0.7 ms; a calibration cached on the 2-core Xeon VM read 7.6 us
+#: per MiB where a new process reads 182-200), and the demo's training step, priced with that,
+#: read 21 % fast.
 FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic) over the tensors
@@ -194,6 +194,9 @@ class OpPoint:
     convolution's weight (``out x in x kh x kw``); 0 elsewhere."""
     inner: float = 0.0
     """``K`` of a skinny GEMM (the length of its dot products); 0 where not recorded."""
+    faulted_bytes: float = 0.0
+    """Bytes of new pages a call faulted in (:func:`faulted_bytes`, op grid on a CPU): their
+    page faults are in ``seconds``. 0 where none, or not counted."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -632,20 +635,56 @@ def cold_points(torch: Any, *, dev: str, sync: Callable[[], None],
     return points
 
 
+def fresh_pages(torch: Any, num_bytes: int) -> tuple[Any, Any]:
+    """``(tensor, mapping)``: an FP32 CPU tensor over ``num_bytes`` of memory just mapped from
+    the kernel (anonymous ``mmap``, never touched), as glibc gives a step's allocation of at
+    least its mmap threshold, whatever this process's heap holds. Drop the tensor, then
+    ``mapping.close()`` (which unmaps it, as freeing such an allocation does)."""
+    import mmap
+
+    # Private, as malloc maps: a shared anonymous mapping is shared memory, whose faults cost
+    # more (300 us a MiB on the 2-core Xeon VM where private pages took 190).
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    mapping = mmap.mmap(-1, num_bytes) if private is None else \
+        mmap.mmap(-1, num_bytes, flags=private | mmap.MAP_ANONYMOUS)
+    return torch.frombuffer(mapping, dtype=torch.float32), mapping
+
+
+def _fill_fresh(torch: Any, num_bytes: int) -> None:
+    t, mapping = fresh_pages(torch, num_bytes)
+    t.fill_(1.0)
+    del t
+    mapping.close()
+
+
+def faulted_bytes(fn: Callable[[], Any]) -> float:
+    """Bytes of new pages one call of ``fn`` faulted in: the process's minor page faults during
+    the call times the page size (``getrusage``; 0 where the platform has no ``resource``
+    module). Counted on a call after the timing, so it says whether the timed calls paid page
+    faults (a grid op whose output is above glibc's mmap threshold does, every call)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    fn()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    return float(max(after - before, 0) * resource.getpagesize())
+
+
 def first_touch_points(torch: Any, *, dev: str, sync: Callable[[], None],
                        time_op: Callable[..., float], min_time_s: float,
                        step: Callable[[str], None],
                        num_bytes: int = FIRST_TOUCH_BYTES) -> list[OpPoint]:
-    """What writing a freshly allocated buffer of ``num_bytes`` costs beyond writing a reused
-    one (``fill_`` of a new ``torch.empty`` against ``fill_`` of a kept buffer): the page faults
-    of new memory. One point, family ``first-touch``, seconds = the difference (never below
-    0)."""
+    """What writing a buffer of ``num_bytes`` on new pages (:func:`fresh_pages`) costs beyond
+    writing a reused one (``fill_`` of each): the page faults of new memory, mapping and
+    unmapping included. One point, family ``first-touch``, seconds = the difference (never
+    below 0). CPU only."""
     step(f"first touch of {num_bytes / 2**20:.0f} MiB")
-    n = num_bytes // 4
     for _ in range(2):   # guest pages the process has never had cost several times more
-        torch.empty(n, device=dev).fill_(1.0)
-    kept = torch.empty(n, device=dev)
-    fresh = time_op(lambda: torch.empty(n, device=dev).fill_(1.0), sync=sync,
+        _fill_fresh(torch, num_bytes)
+    kept = torch.empty(num_bytes // 4, device=dev)
+    fresh = time_op(functools.partial(_fill_fresh, torch, num_bytes), sync=sync,
                     min_time_s=min_time_s)
     reused = time_op(functools.partial(kept.fill_, 1.0), sync=sync, min_time_s=min_time_s)
     del kept
@@ -721,11 +760,13 @@ def op_points(torch: Any, *, dev: str, sync: Callable[[], None], time_op: Callab
                     try:
                         op, num_bytes, flops = _count(torch, fn)
                         seconds = time_op(fn, sync=sync, min_time_s=min_time_s)
+                        faulted = faulted_bytes(fn) if dev == "cpu" else 0.0
                     except (RuntimeError, NotImplementedError) as exc:
                         skipped[f"{family} ({label})"] = f"{type(exc).__name__}: {exc}"[:200]
                         continue
                     points.append(OpPoint(op=op, family=family, num_bytes=float(num_bytes),
-                                          flops=float(flops), seconds=seconds, dtype=dtype))
+                                          flops=float(flops), seconds=seconds, dtype=dtype,
+                                          faulted_bytes=faulted))
     return points, skipped
 
 

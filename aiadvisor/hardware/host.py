@@ -182,23 +182,35 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
 
 
 def _fresh_output_us_per_mib(mib: int = 128, pairs: int = FRESH_PAIRS) -> float:
-    """Per MiB, ``clone()`` of a ``mib`` MiB tensor (a fresh output) less ``copy_`` into a
-    reused one: the median over ``pairs`` of the two timed in turn, after one untimed pair
-    (about 0.35 s). Measured on the development CPU (2-core Xeon VM, glibc 2.36): 0.18 ms per
-    MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at 1-31 MiB. See :data:`FRESH_PAIRS` for why
-    pairs and a median."""
+    """Per MiB, ``copy_`` of a ``mib`` MiB tensor into new pages
+    (:func:`~aiadvisor.hardware.calibrate.fresh_pages`, as a fresh output above glibc's mmap
+    threshold gets them) less ``copy_`` into a reused one: the median over ``pairs`` of the two
+    timed in turn, after one untimed pair (about 0.35 s). Measured on the development CPU
+    (2-core Xeon VM, glibc 2.36): 0.18 ms per MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at
+    1-31 MiB. A ``clone()`` stood for the fresh output until 2026-12-07: late in a long test
+    run glibc served it from freed heap memory the process held, and 2 of 6 runs read under
+    1 us per MiB. See :data:`FRESH_PAIRS` for why pairs and a median."""
     import torch
+
+    from .calibrate import fresh_pages
 
     n = mib * 2**20 // 4
     src, dst = torch.ones(n), torch.empty(n)
+
+    def fresh_copy() -> None:
+        out, mapping = fresh_pages(torch, n * 4)
+        out.copy_(src)
+        del out
+        mapping.close()
+
     dst.copy_(src)
-    src.clone()
+    fresh_copy()
     diffs = []
     for _ in range(pairs):
         start = time.perf_counter()
         dst.copy_(src)
         copied = time.perf_counter()
-        src.clone()
+        fresh_copy()
         diffs.append((time.perf_counter() - copied) - (copied - start))
     return max(statistics.median(diffs), 0.0) * 1e6 / mib
 

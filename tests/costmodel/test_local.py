@@ -578,6 +578,32 @@ def test_outputs_beyond_the_mmap_threshold_pay_their_page_faults(monkeypatch):
     assert step_s(faults, 31) == pytest.approx(step_s(plain, 31), rel=1e-12)
 
 
+def test_grid_points_that_faulted_pages_in_have_those_faults_taken_off():
+    # The gelu point at 1e8 bytes took 20 ms; say one call of it faulted in 32 MiB of new pages
+    # and the first touch costs 16 ms per 64 MiB (0.25 ms a MiB): 8 ms of the 20 were faults,
+    # which a step's fresh outputs pay apart, so the curve holds 12 ms there.
+    touch = OpPoint(op="alloc.first_touch", family="first-touch", num_bytes=2**26, flops=0,
+                    seconds=16e-3)
+    ops = tuple(dataclasses.replace(p, faulted_bytes=32 * 2**20)
+                if p.op == "aten.gelu" and p.num_bytes == 1e8 else p for p in _benchmark().ops)
+    cal = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=ops + (touch,)), "fp32")
+    plain = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=_benchmark().ops + (touch,)), "fp32")
+    names, fams = np.array(["aten.gelu"], dtype=object), np.array(["activation"], dtype=object)
+    at = lambda c, b: c.op_seconds(names, fams, np.array([b]), np.array([0.0]))[0]  # noqa: E731
+    assert at(plain, 1e8) == pytest.approx(20e-3, rel=1e-9)
+    assert at(cal, 1e8) == pytest.approx(12e-3, rel=1e-9)
+    assert at(cal, 1e6) == pytest.approx(at(plain, 1e6), rel=1e-12)   # no faults there
+    # Faults at or above the point's whole time leave a quarter of it (a bad count never makes
+    # an op free).
+    ops = tuple(dataclasses.replace(p, faulted_bytes=2**30)
+                if p.op == "aten.gelu" and p.num_bytes == 1e8 else p for p in _benchmark().ops)
+    capped = LocalCalibration.from_benchmark(
+        dataclasses.replace(_benchmark(), ops=ops + (touch,)), "fp32")
+    assert at(capped, 1e8) == pytest.approx(5e-3, rel=1e-9)
+
+
 def test_channels_last_convolutions_take_their_own_timed_rate():
     import numpy as np
 

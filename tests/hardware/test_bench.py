@@ -503,3 +503,34 @@ def test_a_report_with_no_hardware_uses_the_cached_calibration(benchmark_cache, 
     assert any(n.startswith("Calibrated with this device's own benchmark")
                for n in report.prediction.notes)
     assert Dashboard(report).calibrate_row.layout.display == "none"
+
+
+def _thp_always() -> bool:
+    """Transparent huge pages for every mapping: a fault then maps 2 MiB, not a 4 KiB page."""
+    try:
+        return "[always]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return False
+
+
+def test_fresh_pages_fault_when_first_written_whatever_the_heap_holds():
+    import functools
+    import platform
+
+    from aiadvisor.hardware.calibrate import faulted_bytes, fresh_pages
+
+    if platform.system() != "Linux" or _thp_always():
+        pytest.skip("counts 4 KiB minor faults (Linux without always-on huge pages)")
+    # Free 256 MiB of heap first (64 x 4 MiB, a small block kept above them): a torch.empty of
+    # 8 MiB could come from it; a new mapping cannot. Filling 8 MiB of new pages faults in
+    # 8 MiB (2048 pages of 4 KiB); refilling the same tensor faults in none.
+    blocks = [torch.empty(2**20) for _ in range(64)]
+    keep = torch.empty(2**16)
+    del blocks
+    new, mapping = fresh_pages(torch, 8 * 2**20)
+    assert new.dtype == torch.float32 and new.numel() == 2 * 2**20
+    assert faulted_bytes(functools.partial(new.fill_, 1.0)) >= 8 * 2**20
+    assert faulted_bytes(functools.partial(new.fill_, 2.0)) < 2**20
+    assert float(new[-1]) == 2.0
+    del new, keep
+    mapping.close()
