@@ -87,7 +87,12 @@ Then the first-touch timing on new pages (``calibrate.fresh_pages``: the calibra
 this VM had read 7.6 us a MiB of page faults, served from heap memory its process held, where a
 new process reads 175-191) and the grid's faults taken off its points: held out 7.2 % (signed
 -4.4 %, 8 of 10 fast, 10/10 inside; training still 5-13 % fast), tuned 6.4 % (signed -1.4 %,
-6 of 12 fast, 12/12 inside).
+6 of 12 fast, 12/12 inside). Then a training forward's outputs priced as written to memory
+out of the caches (``predict._cpu_kept_outputs``: one more pass of the bandwidth per byte; the
+forwards of the Llama-style decoder, the GRU and ViT had taken 6.8, 3.3 and 2.0 ms longer in
+training than in inference beyond their prices): held out 6.4 % (signed -3.4 %, 8 of 10 fast,
+9/10 inside; the GRU's training 15.9 % fast, its backward's ~4,000 small nodes), tuned 4.7 %
+(signed +4.2 %, 2 of 12 fast, 12/12 inside).
 Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:

@@ -54,6 +54,12 @@ quick one ran here (``detection.bernoulli_anchor``, 4.8 ns an element): 14.1 %, 
 -4.8 %, 44/44 inside (39 without), BERT-style training -22 -> -10 %, the encoder's -28 ->
 -6 %. Left: the batch-norm ResNet 31-33 % fast (its convolutions took about twice their
 price), the small CNN's inference 28 % slow (its max pools priced at the EPYC's share).
+Rerun after a training forward's outputs were priced as written out of the caches
+(``predict._cpu_kept_outputs``) and the page faults timed on new pages (2026-12-07, 2 rounds):
+13.8 %, signed -10.6 %, 43/44 inside (39 without the spread). The inference steps, which
+neither change touches, read slow too (GPT -20 %, ViT -26 %): the steps measured 10-25 %
+slower than in the calibrated bench run just before, while the quick matmul was timed at a
+faster moment. The batch-norm ResNet read 33 / 48 % fast (train / infer).
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

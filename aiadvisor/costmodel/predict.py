@@ -561,6 +561,45 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
             parts["memory"][:, d, large] += (fresh * per_byte)[large]
 
 
+#: Training steps on a CPU: the forward's outputs are kept for the backward, so each is written
+#: to memory the caches no longer hold, where the calibration's ops (and an inference step)
+#: write into the buffer just freed, still in the cache. Each byte so written costs about one
+#: more pass of the memory bandwidth (``_cpu_kept_outputs``). Measured on the 2-core Xeon VM
+#: (2026-12-07, 30 GB/s streaming, 35 us a MiB): a chain of 40 multiplies whose outputs were
+#: kept took 25, 33 and 46 us more per MiB written than the same chain freeing them, at 0.25,
+#: 4 and 16 MiB an output. There, the forward of eleven models took 0-7 ms longer in training
+#: than in inference beyond what the prices said (a Llama-style decoder 6.8 ms over 122 MiB of
+#: outputs, a GRU 3.3 over 87, ViT 2.0 over 58), where this prices 4.3, 3.0 and 2.0.
+KEPT_OUTPUT_PASSES = 1.0
+
+
+def _cpu_kept_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                      curves) -> None:
+    """On a CPU, in a training step, each out-of-place forward op's output bytes once more at
+    the device's (measured, on a benchmarked CPU) bandwidth (:data:`KEPT_OUTPUT_PASSES`), as
+    memory time (in place). Outputs of at least
+    :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` pay their page faults instead
+    (:func:`_cpu_fresh_outputs`)."""
+    from ..hardware.host import FRESH_OUTPUT_BYTES
+
+    written = work.written_per_call
+    if written is None:
+        return
+    kept = ((work.phase == "forward") & (written < FRESH_OUTPUT_BYTES)
+            & ~np.isin(work.op_class, ("optimizer", "collective"))
+            & np.array([not str(n).endswith("_") for n in work.name], dtype=bool))
+    if not kept.any():
+        return
+    for d, spec in enumerate(devs.specs):
+        if spec.kind != "cpu":
+            continue
+        cal = curves[d] if curves else None
+        bw = (cal.bw_gbs if cal is not None and cal.bw_gbs else float(devs.bw_gbs[d, 0])) * 1e9
+        if bw > 0:
+            parts["memory"][:, d, kept] += (KEPT_OUTPUT_PASSES * work.count * written
+                                            / bw)[kept]
+
+
 def _cpu_zero_state(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                     curves, zero_fraction: float, notes: list[str]) -> None:
     """On a benchmarked CPU, the square roots an Adam/AdamW step takes of a second moment that
@@ -995,6 +1034,8 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())
+    if prof.mode == "train":
+        _cpu_kept_outputs(parts, work, devs, curves)
     if prof.mode == "train" and prof.num_trainable_params and prof.param_dtype == "float32":
         _cpu_zero_state(parts, work, devs, curves, getattr(prof, "untouched_table_elements", 0)
                         / prof.num_trainable_params, notes)

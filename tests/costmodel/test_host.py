@@ -212,6 +212,44 @@ def test_cpu_fresh_outputs_over_the_mmap_threshold_pay_page_faults_by_hand():
     assert p["memory"][1, 0].tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
+def test_training_forward_outputs_pay_a_pass_of_the_bandwidth_by_hand():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from aiadvisor.costmodel.predict import KEPT_OUTPUT_PASSES, _cpu_kept_outputs
+
+    assert KEPT_OUTPUT_PASSES == 1.0
+    mib = 2**20
+    # Forward: a GEMM writing 3 MiB twice, an in-place add_, a 40 MiB GELU output (pays page
+    # faults instead), an optimizer row; backward: a 3 MiB gradient. Only the forward's two
+    # GEMM outputs are kept: 2 x 3 MiB at 25 GB/s (unbenchmarked: the spec's bandwidth)
+    # = 6 x 1048576 / 25e9 = 251.66 us; a calibration's measured 20 GB/s: 314.57 us.
+    work = SimpleNamespace(
+        name=np.array(["aten.mm", "aten.add_", "aten.gelu", "optimizer.adamw", "aten.mm"],
+                      dtype=object),
+        op_class=np.array(["gemm", "memory", "memory", "optimizer", "gemm"], dtype=object),
+        phase=np.array(["forward", "forward", "forward", "optimizer", "backward"],
+                       dtype=object),
+        count=np.array([2.0, 2.0, 1.0, 1.0, 2.0]),
+        written_per_call=np.array([3.0 * mib, 3.0 * mib, 40.0 * mib, 3.0 * mib, 3.0 * mib]))
+    cpu = SimpleNamespace(specs=[SimpleNamespace(kind="cpu")], bw_gbs=np.array([[25.0]]))
+    gpu = SimpleNamespace(specs=[SimpleNamespace(kind="gpu")], bw_gbs=np.array([[3000.0]]))
+
+    def parts():
+        return {"compute": np.zeros((3, 1, 5)), "memory": np.zeros((3, 1, 5))}
+
+    p = parts()
+    _cpu_kept_outputs(p, work, cpu, None)
+    assert p["memory"][1, 0].tolist() == pytest.approx([6 * mib / 25e9, 0, 0, 0, 0])
+    p = parts()
+    _cpu_kept_outputs(p, work, cpu, [SimpleNamespace(bw_gbs=20.0)])
+    assert p["memory"][1, 0].tolist() == pytest.approx([6 * mib / 20e9, 0, 0, 0, 0])
+    p = parts()
+    _cpu_kept_outputs(p, work, gpu, None)   # a GPU's caching allocator: nothing
+    assert not p["memory"].any()
+
+
 def test_adam_square_roots_of_a_zero_second_moment_by_hand():
     from types import SimpleNamespace
 
