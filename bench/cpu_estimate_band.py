@@ -59,7 +59,11 @@ Rerun after a training forward's outputs were priced as written out of the cache
 13.8 %, signed -10.6 %, 43/44 inside (39 without the spread). The inference steps, which
 neither change touches, read slow too (GPT -20 %, ViT -26 %): the steps measured 10-25 %
 slower than in the calibrated bench run just before, while the quick matmul was timed at a
-faster moment. The batch-norm ResNet read 33 / 48 % fast (train / infer).
+faster moment. The batch-norm ResNet read 33 / 48 % fast (train / infer). Then two quick
+convolutions against their price (``detection.conv_anchor``, 1.5-2.3x; its factor applied to
+each convolution by FLOPs per byte): 12.0 %, signed -8.9 %, 44/44 inside (43 without the
+spread); the ResNet -17 / -7 %, the small CNN -5 / +10 %; the transformers still read 11-31 %
+fast on a slow moment (the GPT decoder's inference measured 121 ms).
 Usage: ``python bench/cpu_estimate_band.py [--rounds 2] [--steps 7]`` (about three minutes a
 round on 2 cores).
 """

@@ -248,7 +248,7 @@ def _confidence(spec: HardwareSpec, precision: str, parallel: ParallelConfig, w:
         notes.append("This CPU was not benchmarked: predicted from its estimated peaks (ISA "
                      "flags and clock, scaled by one quick matmul timed here) with efficiency "
                      "curves learned on NVIDIA GPUs (low confidence; on the three CPUs last "
-                     "checked such estimates were 13-15 % off on average, single models up "
+                     "checked such estimates were 12-15 % off on average, single models up "
                      "to 35 %, so the likely range is wide). hardware='local' (CLI: "
                      "--hardware local) times its "
                      "matmuls, bandwidth and ops (once: cached on disk for later sessions) and "

@@ -445,6 +445,34 @@ def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], rec: np.ndarray, devs: D
                      f"ran here against its price at {spec.name}'s estimated peaks.")
 
 
+def _cpu_conv_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
+                     curves, notes: list[str], *, train: bool) -> None:
+    """On the attached CPU priced without a benchmark, in FP32, scale the compute and memory time
+    of the convolutions (forward and backward) by how much longer a quick convolution took here
+    than priced (:func:`~aiadvisor.hardware.detection.conv_anchor`, in the profile's mode),
+    interpolated in log FLOPs per byte between the shapes timed, flat beyond them (in place)."""
+    rows = work.op_class == "conv"
+    if not rows.any():
+        return
+    from ..hardware.detection import conv_anchor
+
+    intensity = np.log(np.maximum(work.flops_per_call[rows], 1.0)
+                       / np.maximum(work.bytes_per_call[rows], 1.0))
+    for d, spec in enumerate(devs.specs):
+        if spec.kind != "cpu" or (curves and curves[d] is not None):
+            continue
+        fit = conv_anchor(spec, train=train)
+        if fit is None:
+            continue
+        factors = np.exp(np.interp(intensity, *fit))
+        for k in ("compute", "memory"):
+            parts[k][:, d, rows] *= factors[None, :]
+        lo, hi = np.exp(fit[1][0]), np.exp(fit[1][-1])
+        notes.append(f"Convolutions: x{min(lo, hi):.2f}-{max(lo, hi):.2f} the learned curves' "
+                     "price, as two quick convolutions (a 3 x 3 layer and a 1 x 1 projection) "
+                     f"ran here against their price at {spec.name}'s estimated peaks.")
+
+
 def _cpu_random_draws(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                       curves, notes: list[str]) -> None:
     """On the attached CPU priced without a benchmark, in FP32, eager dropout's ``bernoulli_``
@@ -1031,6 +1059,7 @@ def step_parts(prof: ModelProfile, ops: OpArrays, precision: str, parallel: Para
         _cpu_recurrent_anchor(parts, rec, devs, curves, notes, train=prof.mode == "train",
                               batch=(prof.batch_size or 0) / (parallel.dp_degree * micro))
         _cpu_random_draws(parts, work, devs, curves, notes)
+        _cpu_conv_anchor(parts, work, devs, curves, notes, train=prof.mode == "train")
     _default_optimizer_steps(parts, work, devs, curves, host_costs)
     _cpu_fresh_outputs(parts, work, devs, curves, host_costs,
                        prof.large_param_bytes if prof.mode == "train" else ())

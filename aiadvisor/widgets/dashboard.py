@@ -167,7 +167,7 @@ class Dashboard(W.VBox):
             layout=W.Layout(width="210px", flex="0 0 auto"))
         self.calibrate.on_click(self._on_calibrate)
         self.calibrate_status = W.HTML(
-            "Predicted from this device's estimated peaks (13-15 % off on average on the three "
+            "Predicted from this device's estimated peaks (12-15 % off on average on the three "
             "CPUs last checked). Calibrating times its matmuls, bandwidth and ops: 15-45 s on a "
             "CPU, once (cached on disk).")
         self.calibrate_status.add_class("aa-meta")

@@ -1051,6 +1051,35 @@ def test_a_recurrent_step_gemm_takes_the_skinny_rate_of_a_weight_in_cache():
                           np.array([flops]))[0] == pytest.approx(seconds("aten.addmm"))
 
 
+def test_convolutions_take_the_quick_conv_factor_at_their_intensity(monkeypatch):
+    import importlib
+    from types import SimpleNamespace
+
+    from aiadvisor.hardware import detection
+
+    anchor = importlib.import_module("aiadvisor.costmodel.predict")._cpu_conv_anchor
+    # Factor 1.25 at 25 FLOPs a byte, 2 at 100 (log-linear in intensity, flat beyond).
+    fit = ((math.log(25.0), math.log(100.0)), (math.log(1.25), math.log(2.0)))
+    monkeypatch.setattr(detection, "conv_anchor", lambda spec, train: fit)
+    work = SimpleNamespace(op_class=np.array(["conv", "conv", "memory", "conv"], dtype=object),
+                           flops_per_call=np.array([50e6, 1e9, 1e6, 10e6]),
+                           bytes_per_call=np.array([1e6, 1e6, 1e6, 1e6]))
+    cpu, calibrated = SimpleNamespace(kind="cpu", name="cpu"), SimpleNamespace(kind="cpu",
+                                                                               name="cal")
+    parts = {k: np.ones((3, 2, 4)) for k in ("compute", "memory", "overhead")}
+    notes: list[str] = []
+    anchor(parts, work, SimpleNamespace(specs=[cpu, calibrated]), [None, object()], notes,
+           train=True)
+    # 50 FLOPs a byte is half-way from 25 to 100 in log: 1.25 x (2 / 1.25)^0.5 = 1.581;
+    # 1000 is beyond 100: 2; 10 below 25: 1.25; the memory op untouched.
+    mid = 1.25 * (2 / 1.25) ** 0.5
+    for k in ("compute", "memory"):
+        assert parts[k][1, 0].tolist() == pytest.approx([mid, 2.0, 1.0, 1.25])
+        assert parts[k][1, 1].tolist() == [1.0] * 4          # the benchmarked CPU: its curves
+    assert parts["overhead"][1, 0].tolist() == [1.0] * 4       # per-op costs unchanged
+    assert "x1.25-2.00" in notes[0]
+
+
 def test_fused_recurrent_layers_take_the_quick_lstm_factor_at_their_batch(monkeypatch):
     import importlib
     from types import SimpleNamespace

@@ -364,6 +364,46 @@ def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monk
     assert detection.recurrent_anchor(spec, train=False) is None
 
 
+def test_two_quick_convolutions_give_the_conv_factors_of_the_attached_cpu(monkeypatch):
+    import math
+
+    _no_accelerator(monkeypatch)
+    _fake_cpu(monkeypatch, isa_flags=("avx", "avx2", "fma", "avx512f"))
+    monkeypatch.setattr(detection, "anchored_cpu_spec", _real_anchor)
+    monkeypatch.setattr(detection, "_ANCHORS", {})
+    monkeypatch.setattr(detection, "_CONV_ANCHORS", {})
+    plain = detect(anchor=False)
+    monkeypatch.setattr(detection, "_quick_matmul_seconds",
+                        lambda n, repeats=9: detection._learned_matmul_seconds(plain, 512) / 1.5)
+    spec = detect()
+    # The 3 x 3 layer ran 2x its price, the 1 x 1 projection 1.25x (training).
+    three, one = detection.CONV_ANCHOR_SHAPES
+    ran = {three: 2.0, one: 1.25}
+    monkeypatch.setattr(detection, "_conv_seconds", lambda shape, train: detection._learned_conv(
+        spec, shape, train=train)[0] * ran[shape])
+    log_i, log_f = detection.conv_anchor(spec, train=True)
+    # By increasing FLOPs per byte, worked by hand from the traced forward convolution (its
+    # input, weight and output): the 1 x 1, 2 x 8 x 64 x 256 x 32^2 = 268.4 MFLOP over
+    # 4 x (8 x 64 x 32^2 + 256 x 64 + 8 x 256 x 32^2) = 10.55 MB (25.4 FLOP a byte); the
+    # 3 x 3, 2 x 8 x 64 x 64 x 9 x 32^2 = 604.0 MFLOP over 4 x (2 x 8 x 64 x 32^2 + 64 x 64 x 9)
+    # = 4.34 MB (139.3).
+    assert math.exp(log_i[0]) == pytest.approx(268435456 / 10551296, rel=1e-6)
+    assert math.exp(log_i[1]) == pytest.approx(603979776 / 4341760, rel=1e-6)
+    assert log_f == pytest.approx((math.log(1.25), math.log(2.0)))
+    assert detection.conv_anchor(plain, train=True) is None
+    assert detection.conv_anchor(dataclasses.replace(spec, measured=True), train=True) is None
+    monkeypatch.setattr(detection, "_CONV_ANCHORS", {})
+    monkeypatch.setattr(detection, "_conv_seconds", lambda shape, train: 1e-9)
+    assert detection.conv_anchor(spec, train=True) is None   # 1000x off: a failed timing
+
+
+def test_the_quick_convolution_leaves_the_callers_rng_alone():
+    torch.manual_seed(3)
+    state = torch.get_rng_state()
+    assert detection._conv_seconds((2, 8, 8, 8, 3), train=True, repeats=1) > 0
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 def test_the_quick_bernoulli_draws_from_its_own_generator(monkeypatch):
     monkeypatch.setattr(detection, "_BERNOULLI_ANCHORS", {})
     torch.manual_seed(5)
