@@ -26,7 +26,10 @@ memory, where a 5 M-parameter model's weights stay in the caches from one step t
 Then the calibration timed the skinny shapes again cycling 32 MiB of weights
 (``gemm-skinny-warm``), and a step whose GEMMs read at most that much takes those rates: 13 of
 13 within 25 % (max 9 %; tiny-gpt 4-9 %, every other case as before), TPOT inside the band in
-13/13. The 140 MB and larger decoders are priced as before (DRAM rates).
+13/13. The 140 MB and larger decoders are priced as before (DRAM rates). Rerun on a new
+calibration after the page faults were timed on new pages (same day): 13 of 13 within 25 %
+(median 3 %, max 19 %: tiny-gpt at batch 1, TPOT 1.39 ms predicted, 1.65 measured), TPOT
+inside the band in 13/13.
 
 Usage: ``python bench/serving_cpu_generate.py [--repeats 3] [--threads 1] [--cached]``
 (about five minutes on 2 cores, the device benchmark included). On a busy machine
