@@ -11,15 +11,15 @@ uses. Prints each case, its band and the MAPE and signed mean; nothing is writte
 
 2-core Intel Xeon VM with AMX, 2026-12-07, the same run without and with the conv anchor: MAPE
 30.9 % (signed -30.9 %, every case fast, 8/10 inside) -> 8.4 % (signed -5.8 %, 10/10 inside);
-left: the bottleneck stack's training 28 % fast. None of these models was looked at while
-building the anchor.
+left: the bottleneck stack's training 28 % fast. A second run with the anchor: 8.6 % (signed
+-4.4 %, 10/10 inside; the bottleneck's training 31 % fast). None of these models was looked at
+while building the anchor.
 
 Usage: ``python bench/cpu_estimate_conv.py`` (about a minute on 2 cores).
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -98,36 +98,14 @@ CONFIGS = [
 
 def main() -> int:
     import torch
-    from _results import isolate_measurements
+    from cpu_estimate_lstm import check_estimate
 
-    import aiadvisor as aa
-    from aiadvisor.hardware import detect
+    def cases():
+        for label, builder, batch, pixels in CONFIGS:
+            torch.manual_seed(0)
+            yield label, builder(), torch.randn(batch, 3, pixels, pixels)
 
-    isolate_measurements()  # the cost model itself, without a measured correction
-    spec = detect(benchmark=False)
-    if spec.kind != "cpu" or spec.measured:
-        print(f"the attached device is {spec.name} (measured={spec.measured}): this bench "
-              "checks a CPU priced without a benchmark")
-        return 2
-    errors = []
-    for label, builder, batch, pixels in CONFIGS:
-        torch.manual_seed(0)
-        model = builder()
-        x = torch.randn(batch, 3, pixels, pixels)
-        for mode in ("infer", "train"):
-            prof = aa.profile(model, x, mode=mode, optimizer="adamw", measure=True,
-                              measure_steps=7, scaling=False, precision="fp32")
-            pred = aa.predict(prof, hardware=spec, precision="fp32")
-            meas = prof.measured_step_time_s
-            err = pred.step_time_s / meas - 1
-            errors.append((err, pred.low_s <= meas <= pred.high_s))
-            print(f"{label:38s} {mode:5s} measured {meas * 1e3:8.2f} ms, predicted "
-                  f"{pred.step_time_s * 1e3:8.2f} ms ({pred.low_s * 1e3:.1f}-"
-                  f"{pred.high_s * 1e3:.1f}) {err:+6.1%}", flush=True)
-    print(f"\nMAPE {statistics.mean(abs(e) for e, _ in errors):.1%}, signed mean "
-          f"{statistics.mean(e for e, _ in errors):+.1%}, measured inside P10-P90 in "
-          f"{sum(inside for _, inside in errors)}/{len(errors)}")
-    return 0
+    return check_estimate(cases())
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -719,6 +720,26 @@ def recurrent_anchor(spec: HardwareSpec, *, train: bool):
     before this anchor, six LSTMs (1-2 layers, 128-1024 wide, batch 8-128, one bidirectional)
     were predicted 11-55 % fast, and the fewer the rows the faster (batch 8: 50-55 %; batch
     128: 11-25 %)."""
+    def fit():
+        logs = []
+        for batch in RECURRENT_ANCHOR_BATCHES:
+            measured = _recurrent_seconds(batch, train=train)
+            priced = _learned_recurrent_seconds(spec, batch, train=train)
+            factor = measured / priced if priced > 0 else 0.0
+            if not 1 / RECURRENT_ANCHOR_MAX_FACTOR <= factor <= RECURRENT_ANCHOR_MAX_FACTOR:
+                raise ValueError(f"factor {factor:.3g} at batch {batch}")
+            logs.append(math.log(factor))
+        return tuple(math.log(b) for b in RECURRENT_ANCHOR_BATCHES), tuple(logs)
+
+    return _layer_anchor(_RECURRENT_ANCHORS, spec, train, fit)
+
+
+def _layer_anchor(cache: dict, spec: HardwareSpec, train: bool, fit: Callable[[], Any]):
+    """What ``fit()`` returns for ``spec`` in this mode, once per process (``cache``), or None:
+    for a spec other than the attached CPU whose peaks the quick matmul scaled
+    (:func:`anchored_cpu_spec`), without torch, or where ``fit`` raised (a failed timing leaves
+    the estimate as it was). While ``fit`` runs, no anchor applies (its pricing must not
+    apply the factor it is measuring)."""
     global _anchoring
     if spec.kind != "cpu" or spec.measured or ANCHOR_MARK not in spec.notes or _anchoring:
         return None
@@ -728,24 +749,15 @@ def recurrent_anchor(spec: HardwareSpec, *, train: bool):
         key = (spec.name, spec.notes, torch.get_num_threads(), train)
     except Exception:  # noqa: BLE001 - no torch: nothing to time
         return None
-    if key not in _RECURRENT_ANCHORS:
-        _anchoring = True   # the pricing below must not apply the factor it is measuring
+    if key not in cache:
+        _anchoring = True
         try:
-            logs = []
-            for batch in RECURRENT_ANCHOR_BATCHES:
-                measured = _recurrent_seconds(batch, train=train)
-                priced = _learned_recurrent_seconds(spec, batch, train=train)
-                factor = measured / priced if priced > 0 else 0.0
-                if not 1 / RECURRENT_ANCHOR_MAX_FACTOR <= factor <= RECURRENT_ANCHOR_MAX_FACTOR:
-                    raise ValueError(f"factor {factor:.3g} at batch {batch}")
-                logs.append(math.log(factor))
-            _RECURRENT_ANCHORS[key] = (
-                tuple(math.log(b) for b in RECURRENT_ANCHOR_BATCHES), tuple(logs))
+            cache[key] = fit()
         except Exception:  # noqa: BLE001 - a failed timing leaves the estimate as it was
-            _RECURRENT_ANCHORS[key] = None
+            cache[key] = None
         finally:
             _anchoring = False
-    return _RECURRENT_ANCHORS[key]
+    return cache[key]
 
 
 #: Convolutions timed by :func:`conv_anchor`: (batch, channels in, height = width, channels
@@ -826,34 +838,20 @@ def conv_anchor(spec: HardwareSpec, *, train: bool):
     the small spatial GEMMs of a conv net well below the matmul's rate. On the 2-core Xeon VM
     with AMX, before this anchor, a batch-norm ResNet's step was predicted 33 % (training) and
     48 % (inference) fast."""
-    global _anchoring
-    if spec.kind != "cpu" or spec.measured or ANCHOR_MARK not in spec.notes or _anchoring:
-        return None
-    try:
-        import torch
+    def fit():
+        points = []
+        for shape in CONV_ANCHOR_SHAPES:
+            measured = _conv_seconds(shape, train=train)
+            priced, intensity = _learned_conv(spec, shape, train=train)
+            factor = measured / priced if priced > 0 else 0.0
+            if not 1 / CONV_ANCHOR_MAX_FACTOR <= factor <= CONV_ANCHOR_MAX_FACTOR \
+                    or intensity <= 0:
+                raise ValueError(f"factor {factor:.3g} for {shape}")
+            points.append((math.log(intensity), math.log(factor)))
+        points.sort()
+        return tuple(p[0] for p in points), tuple(p[1] for p in points)
 
-        key = (spec.name, spec.notes, torch.get_num_threads(), train)
-    except Exception:  # noqa: BLE001 - no torch: nothing to time
-        return None
-    if key not in _CONV_ANCHORS:
-        _anchoring = True   # the pricing below must not apply the factor it is measuring
-        try:
-            points = []
-            for shape in CONV_ANCHOR_SHAPES:
-                measured = _conv_seconds(shape, train=train)
-                priced, intensity = _learned_conv(spec, shape, train=train)
-                factor = measured / priced if priced > 0 else 0.0
-                if not 1 / CONV_ANCHOR_MAX_FACTOR <= factor <= CONV_ANCHOR_MAX_FACTOR \
-                        or intensity <= 0:
-                    raise ValueError(f"factor {factor:.3g} for {shape}")
-                points.append((math.log(intensity), math.log(factor)))
-            points.sort()
-            _CONV_ANCHORS[key] = (tuple(p[0] for p in points), tuple(p[1] for p in points))
-        except Exception:  # noqa: BLE001 - a failed timing leaves the estimate as it was
-            _CONV_ANCHORS[key] = None
-        finally:
-            _anchoring = False
-    return _CONV_ANCHORS[key]
+    return _layer_anchor(_CONV_ANCHORS, spec, train, fit)
 
 
 #: Elements of the quick ``bernoulli_`` of :func:`bernoulli_anchor` (256 KiB in FP32).
