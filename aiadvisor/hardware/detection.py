@@ -662,6 +662,26 @@ RECURRENT_ANCHOR_MAX_FACTOR = 4.0
 _RECURRENT_ANCHORS: dict[tuple, tuple[Any, Any] | None] = {}
 
 
+def _fastest_step(layer: Any, x: Any, *, train: bool, repeats: int) -> float:
+    """The fastest of ``repeats`` steps of ``layer`` on ``x`` (after one warm-up): its forward
+    under ``no_grad``, or forward and the backward of the sum of its (first) output."""
+    import torch
+
+    best = math.inf
+    for i in range(repeats + 1):
+        start = time.perf_counter()
+        if train:
+            out = layer(x)
+            (out[0] if isinstance(out, tuple) else out).sum().backward()
+        else:
+            with torch.no_grad():
+                layer(x)
+        if i:
+            best = min(best, time.perf_counter() - start)
+        layer.zero_grad(set_to_none=True)
+    return best
+
+
 def _recurrent_seconds(batch: int, *, train: bool,
                        repeats: int = RECURRENT_ANCHOR_REPEATS) -> float:
     """The fastest of ``repeats`` steps (after one warm-up) of one FP32 LSTM layer
@@ -673,18 +693,7 @@ def _recurrent_seconds(batch: int, *, train: bool,
     with torch.random.fork_rng(devices=[]):
         layer = torch.nn.LSTM(RECURRENT_ANCHOR_WIDTH, RECURRENT_ANCHOR_WIDTH, batch_first=True)
     x = torch.ones(batch, RECURRENT_ANCHOR_STEPS, RECURRENT_ANCHOR_WIDTH)
-    best = math.inf
-    for i in range(repeats + 1):
-        start = time.perf_counter()
-        if train:
-            layer(x)[0].sum().backward()
-        else:
-            with torch.no_grad():
-                layer(x)
-        if i:
-            best = min(best, time.perf_counter() - start)
-        layer.zero_grad(set_to_none=True)
-    return best
+    return _fastest_step(layer, x, train=train, repeats=repeats)
 
 
 def _learned_recurrent_seconds(spec: HardwareSpec, batch: int, *, train: bool) -> float:
@@ -789,18 +798,7 @@ def _conv_seconds(shape, *, train: bool, repeats: int = CONV_ANCHOR_REPEATS) -> 
     layer = _conv_layer(shape)
     batch, cin, size = shape[:3]
     x = torch.ones(batch, cin, size, size)
-    best = math.inf
-    for i in range(repeats + 1):
-        start = time.perf_counter()
-        if train:
-            layer(x).sum().backward()
-        else:
-            with torch.no_grad():
-                layer(x)
-        if i:
-            best = min(best, time.perf_counter() - start)
-        layer.zero_grad(set_to_none=True)
-    return best
+    return _fastest_step(layer, x, train=train, repeats=repeats)
 
 
 def _learned_conv(spec: HardwareSpec, shape, *, train: bool) -> tuple[float, float]:
