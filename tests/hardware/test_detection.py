@@ -328,19 +328,26 @@ def test_the_quick_matmul_draws_no_random_numbers_and_sizes_up_with_the_peak(mon
     assert detection._anchor_size(100.0) == 2048
 
 
-def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monkeypatch):
-    import math
-
+def _matmul_anchored(monkeypatch, cache: str):
+    """(the fake CPU's spec without the anchor, with it: its quick matmul ran 1.5x faster than
+    priced), every anchor cache emptied."""
     _no_accelerator(monkeypatch)
     _fake_cpu(monkeypatch, isa_flags=("avx", "avx2", "fma", "avx512f"))
     monkeypatch.setattr(detection, "anchored_cpu_spec", _real_anchor)
     monkeypatch.setattr(detection, "_ANCHORS", {})
-    monkeypatch.setattr(detection, "_RECURRENT_ANCHORS", {})
+    monkeypatch.setattr(detection, cache, {})
     plain = detect(anchor=False)
     monkeypatch.setattr(detection, "_quick_matmul_seconds",
                         lambda n, repeats=9: detection._learned_matmul_seconds(plain, 512) / 1.5)
     spec = detect()
     assert spec.notes.startswith(detection.ANCHOR_MARK)
+    return plain, spec
+
+
+def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monkeypatch):
+    import math
+
+    plain, spec = _matmul_anchored(monkeypatch, "_RECURRENT_ANCHORS")
     # The layer ran 2x its price at batch 8 and 1.2x at batch 64 (inference): the price as
     # recurrent_anchor reads it, inside its guard (without the factor being measured).
     ran = {8: 2.0, 64: 1.2}
@@ -367,15 +374,7 @@ def test_a_quick_lstm_layer_gives_the_recurrent_factors_of_the_attached_cpu(monk
 def test_two_quick_convolutions_give_the_conv_factors_of_the_attached_cpu(monkeypatch):
     import math
 
-    _no_accelerator(monkeypatch)
-    _fake_cpu(monkeypatch, isa_flags=("avx", "avx2", "fma", "avx512f"))
-    monkeypatch.setattr(detection, "anchored_cpu_spec", _real_anchor)
-    monkeypatch.setattr(detection, "_ANCHORS", {})
-    monkeypatch.setattr(detection, "_CONV_ANCHORS", {})
-    plain = detect(anchor=False)
-    monkeypatch.setattr(detection, "_quick_matmul_seconds",
-                        lambda n, repeats=9: detection._learned_matmul_seconds(plain, 512) / 1.5)
-    spec = detect()
+    plain, spec = _matmul_anchored(monkeypatch, "_CONV_ANCHORS")
     # The 3 x 3 layer ran 2x its price, the 1 x 1 projection 1.25x (training).
     three, one = detection.CONV_ANCHOR_SHAPES
     ran = {three: 2.0, one: 1.25}
