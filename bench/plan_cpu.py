@@ -27,7 +27,9 @@ idle machine), so a summary from one round is one draw of that spread.
 On the 2-core Intel Xeon VM with AMX (``--tag xeon``, 2026-12-07): training (2 rounds)
 +22 / +19 / +8 % (conv net, transformer, MLP), 3 of 3 within 25 % (channels_last predicted
 1.68x, measured 1.34x); inference (3 rounds) +7 / +16 / +26 %, 2 of 3 (the MLP's bf16 autocast
-predicted 4.93x, measured 3.92x).
+predicted 4.93x, measured 3.92x). Training rerun (2 rounds, same day) after the page-fault
+and kept-output changes: +17 / +19 / -3 %, 3 of 3 within 25 % (channels_last predicted 1.53x,
+measured 1.30x).
 """
 
 from __future__ import annotations
