@@ -92,8 +92,14 @@ out of the caches (``predict._cpu_kept_outputs``: one more pass of the bandwidth
 forwards of the Llama-style decoder, the GRU and ViT had taken 6.8, 3.3 and 2.0 ms longer in
 training than in inference beyond their prices): held out 6.4 % (signed -3.4 %, 8 of 10 fast,
 9/10 inside; the GRU's training 15.9 % fast, its backward's ~4,000 small nodes), tuned 4.7 %
-(signed +4.2 %, 2 of 12 fast, 12/12 inside).
-Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out]`` (about
+(signed +4.2 %, 2 of 12 fast, 12/12 inside). Those held-out models' phases were looked at
+while finding the kept-output cost, so ``--set fresh`` (seven models of the estimate benches,
+looked at by nothing here: four conv nets, three LSTMs; printed only) checks the calibrated
+path afresh: 14.3 % (signed -1.0 %, 8 of 14 fast) but only 9/14 inside P10-P90; the
+depthwise-separable net's training 35 % slow, a one-layer 1024-wide LSTM at batch 8 27 %
+(training) and 19 % (inference) fast, a 256-wide two-layer LSTM's inference 24 % slow. The
++-20 % band is narrower than these families' errors.
+Usage: ``python bench/costmodel_local_cpu.py [--precision bf16] [--set held-out|fresh]`` (about
 seven minutes on 2 cores with the default 4 rounds; bf16 needs a CPU with native bf16). On a
 GPU machine:
 ``python bench/costmodel_local_cpu.py --device cuda --precision bf16 --batch-scale 16
@@ -153,6 +159,25 @@ def build_models(batch_scale: int = 1):
     out.append(("LSTM (2x512)", LSTMClassifier(), torch.randint(0, 8192, (16 * k, 64))))
     mlp, x = examples.build("mlp", batch_size=512 * k)
     out.append(("MLP (784-1024-1024-10)", mlp, x))
+    return out
+
+
+def build_fresh_models(batch_scale: int = 1):
+    """(name, model, inputs) of seven models neither set holds, none looked at while fitting the
+    calibrated path: four conv nets of ``bench/cpu_estimate_conv.py`` and three LSTMs of
+    ``bench/cpu_estimate_lstm.py`` (``--set fresh``; printed, no summary written)."""
+    import torch
+    from cpu_estimate_conv import CONFIGS as CONV
+    from cpu_estimate_lstm import CONFIGS as LSTM
+    from cpu_estimate_lstm import build
+
+    out = []
+    for label, builder, batch, pixels in CONV[:4]:
+        torch.manual_seed(0)
+        out.append((label, builder(), torch.randn(batch * batch_scale, 3, pixels, pixels)))
+    for label, width, hidden, layers, bidir, batch, steps in LSTM[1:4]:
+        out.append((f"LSTM {label}", build(width, hidden, layers, bidir),
+                    torch.randint(0, 1000, (batch * batch_scale, steps))))
     return out
 
 
@@ -264,16 +289,19 @@ def main(argv: list[str] | None = None) -> int:
                         "calibration), e.g. 'NVIDIA H200'")
     parser.add_argument("--rounds", type=int, default=4,
                         help="benchmark + measure everything this many times; medians reported")
-    parser.add_argument("--set", choices=("dev", "held-out"), default="dev", dest="which",
+    parser.add_argument("--set", choices=("dev", "held-out", "fresh"), default="dev",
+                        dest="which",
                         help="dev: the six models the CPU model was developed on; held-out: "
-                        "five it never saw")
+                        "five it never saw; fresh: seven conv nets and LSTMs of the estimate "
+                        "benches (printed only)")
     parser.add_argument("--tag", default=None, help=TAG_HELP)
     args = parser.parse_args(argv)
     isolate_measurements()  # the model itself, without the user's measured correction
     exact = _flat_model(load_model())
     models = [(name, model.to(args.device), inputs.to(args.device))
-              for name, model, inputs in (build_models if args.which == "dev"
-                                          else build_held_out_models)(args.batch_scale)]
+              for name, model, inputs in {"dev": build_models, "held-out": build_held_out_models,
+                                          "fresh": build_fresh_models}[args.which](
+                                              args.batch_scale)]
     results: dict[tuple[str, str], list[tuple[float, ...]]] = {}
     for r in range(args.rounds):
         spec = detect(benchmark=True, refresh=True, progress=False)
@@ -330,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     fast = sum(e < 0 for e in signed)
     print(f"signed: mean {np.mean(signed):+.1%}, predicted faster than measured in {fast} of "
           f"{len(signed)}.")
-    if args.device == "cpu" and args.precision == "fp32" and args.batch_scale == 1:
+    if args.device == "cpu" and args.precision == "fp32" and args.batch_scale == 1 \
+            and args.which != "fresh":
         write_local_summary(apes, signed, roof_apes, inside, rounds=args.rounds,
                             held_out=args.which == "held-out", tag=args.tag)
     return 0
