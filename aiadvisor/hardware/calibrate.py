@@ -159,11 +159,12 @@ def base_op(name: str) -> str:
 #: buffer is mapped, filled and unmapped twice before the timing: in a new process on this VM
 #: the first 128 MiB cost 1.2-1.5 ms per MiB (guest memory the hypervisor had not yet backed),
 #: 0.14-0.20 ms from then on (four calibrations), which is what the steps of a running process
-#: pay. It was a ``torch.empty`` until 2026-12-07: glibc served it from freed heap memory the
-#: calling process already held wherever such a block was free (a 64 MiB buffer timed at the
-#: end of a calibration read 0.7 ms; a calibration cached on the 2-core Xeon VM read 7.6 us
-#: per MiB where a new process reads 182-200), and the demo's training step, priced with that,
-#: read 21 % fast.
+#: pay. It was a ``torch.empty`` until 2026-12-07, which glibc can serve from freed memory the
+#: calling process still holds (a 64 MiB buffer timed at the end of a calibration read 0.7 ms);
+#: a calibration cached on the 2-core Xeon VM read 7.6 us per MiB where a new process reads
+#: 182-200 (freeing 320-768 MiB of heap first did not reproduce it, so the process state that
+#: did is not known), and the demo's training step, priced with that, read 21 % fast. A new
+#: mapping is new pages whatever the process holds.
 FIRST_TOUCH_BYTES = 128 * 2**20
 #: Optimizer grid: (number of tensors, elements per tensor); the step time is fitted as
 #: ``a * tensors + b * elements`` (per-tensor dispatch + per-element traffic) over the tensors

@@ -188,8 +188,8 @@ def _fresh_output_us_per_mib(mib: int = 128, pairs: int = FRESH_PAIRS) -> float:
     timed in turn, after one untimed pair (about 0.35 s). Measured on the development CPU
     (2-core Xeon VM, glibc 2.36): 0.18 ms per MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at
     1-31 MiB. A ``clone()`` stood for the fresh output until 2026-12-07: late in a long test
-    run glibc served it from freed heap memory the process held, and 2 of 6 runs read under
-    1 us per MiB. See :data:`FRESH_PAIRS` for why pairs and a median."""
+    run 2 of 6 runs read under 1 us per MiB (its output came from memory the process already
+    held; a new mapping cannot). See :data:`FRESH_PAIRS` for why pairs and a median."""
     import torch
 
     from .calibrate import fresh_pages

@@ -287,9 +287,9 @@ def test_adam_square_roots_of_a_zero_second_moment_by_hand():
 def test_measured_fresh_output_cost_is_positive_whatever_the_heap_holds():
     # A copy into 128 MiB of new pages faults in 32768 pages of 4 KiB; even a fast machine
     # spends > 5 us a MiB faulting and zeroing them (the development CPU: 150-200 us a MiB).
-    # Read here, late in a long test process: when the fresh output was a clone(), glibc
-    # served it from heap memory the process had freed and 2 of 6 runs of tests/hardware +
-    # tests/costmodel read under 1 us a MiB; new pages are new whatever the heap holds.
+    # Read here, late in a long test process: when the fresh output was a clone(), 2 of 6 runs
+    # of tests/hardware + tests/costmodel read under 1 us a MiB (memory the process already
+    # held); new pages are new whatever the heap holds.
     from aiadvisor.hardware.host import _fresh_output_us_per_mib
 
     blocks = [torch.empty(2**22) for _ in range(48)]   # 768 MiB of heap freed first
