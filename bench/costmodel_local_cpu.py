@@ -83,7 +83,7 @@ timed at their size (a 16 MiB point added): the Llama-style step's optimizer pri
 Rerun: held out 7.4 % (signed -6.0 %, 8 of 10 fast, 9/10 inside; training still 9-15 % fast),
 tuned 4.9 % (signed +1.4 %, 5 of 12 fast, 12/12 inside). The steps measured up to 7 % faster
 than in the first run and the calibration's matmuls 3 % faster: most of the move is the VM's.
-Then the first-touch timing on new pages (``calibrate.fresh_pages``: the calibration cached on
+Then the first-touch timing on new pages (``calibrate.write_fresh``: the calibration cached on
 this VM had read 7.6 us a MiB of page faults, served from heap memory its process held, where a
 new process reads 175-191) and the grid's faults taken off its points: held out 7.2 % (signed
 -4.4 %, 8 of 10 fast, 10/10 inside; training still 5-13 % fast), tuned 6.4 % (signed -1.4 %,

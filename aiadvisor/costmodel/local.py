@@ -314,10 +314,9 @@ class LocalCalibration:
         conv_call: dict[tuple[str, str], float] = {}
         wide: dict[str, list] = {}
         attention: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        first_touch = zero_sqrt = 0.0
-        for p in result.ops:
-            if p.family == "first-touch":
-                first_touch = max(p.seconds, 0.0) / max(p.num_bytes, 1.0)
+        zero_sqrt = 0.0
+        first_touch = next((max(p.seconds, 0.0) / max(p.num_bytes, 1.0) for p in result.ops
+                            if p.family == "first-touch"), 0.0)
         for p in result.ops:
             if p.family == "first-touch":
                 continue

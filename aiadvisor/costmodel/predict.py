@@ -542,6 +542,12 @@ def _default_optimizer_steps(parts: dict[str, np.ndarray], work: DeviceWork,
                 parts["overhead"][:, d, i] = work.count[i] * per_tensor * 1e-6
 
 
+def _out_of_place(work: DeviceWork) -> np.ndarray:
+    """Per op, whether it writes a new output (an aten name ending in ``_`` writes into its
+    input)."""
+    return np.array([not str(n).endswith("_") for n in work.name], dtype=bool)
+
+
 def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: DeviceArrays,
                        curves, host_costs, large_param_bytes: tuple[int, ...] = ()) -> None:
     """On a CPU, outputs of at least :data:`~aiadvisor.hardware.host.FRESH_OUTPUT_BYTES` land
@@ -563,7 +569,7 @@ def _cpu_fresh_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Dev
     written = work.written_per_call
     if written is None:
         return
-    out_of_place = np.array([not str(n).endswith("_") for n in work.name])
+    out_of_place = _out_of_place(work)
     large = (written >= FRESH_OUTPUT_BYTES) & out_of_place & ~np.isin(
         work.op_class, ("optimizer", "collective"))
     fresh = np.where(large, work.count * written, 0.0)
@@ -615,7 +621,7 @@ def _cpu_kept_outputs(parts: dict[str, np.ndarray], work: DeviceWork, devs: Devi
         return
     kept = ((work.phase == "forward") & (written < FRESH_OUTPUT_BYTES)
             & ~np.isin(work.op_class, ("optimizer", "collective"))
-            & np.array([not str(n).endswith("_") for n in work.name], dtype=bool))
+            & _out_of_place(work))
     if not kept.any():
         return
     for d, spec in enumerate(devs.specs):

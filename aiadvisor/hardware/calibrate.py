@@ -152,7 +152,7 @@ def base_op(name: str) -> str:
     """An op record's aten name without its suffixes (``[cache]``, ``[3x3]``,
     ``[channels_last]``)."""
     return name.split("[", 1)[0]
-#: Bytes of the buffer the first-touch timing maps afresh per call (:func:`fresh_pages`: new
+#: Bytes of the buffer the first-touch timing maps afresh per call (:func:`write_fresh`: new
 #: pages from the kernel, faulted in when first written). Measured on the 2-core development
 #: CPU: 13 ms more to fill a fresh 64 MiB buffer than a reused one (0.8 us per 4 KiB page,
 #: 5 GB/s); GPT-2's 103-411 MB prompt logits at batch 4-8 faulted in every page that way. The
@@ -636,11 +636,11 @@ def cold_points(torch: Any, *, dev: str, sync: Callable[[], None],
     return points
 
 
-def fresh_pages(torch: Any, num_bytes: int) -> tuple[Any, Any]:
-    """``(tensor, mapping)``: an FP32 CPU tensor over ``num_bytes`` of memory just mapped from
-    the kernel (anonymous ``mmap``, never touched), as glibc gives a step's allocation of at
-    least its mmap threshold, whatever this process's heap holds. Drop the tensor, then
-    ``mapping.close()`` (which unmaps it, as freeing such an allocation does)."""
+def write_fresh(torch: Any, num_bytes: int, write: Callable[[Any], Any]) -> None:
+    """``write(t)`` on an FP32 CPU tensor ``t`` over ``num_bytes`` of memory just mapped from
+    the kernel (anonymous private ``mmap``, never touched), as glibc gives a step's allocation of
+    at least its mmap threshold, whatever this process's heap holds; then unmaps it, as freeing
+    such an allocation does. ``write`` must not keep ``t``."""
     import mmap
 
     # Private, as malloc maps: a shared anonymous mapping is shared memory, whose faults cost
@@ -648,14 +648,14 @@ def fresh_pages(torch: Any, num_bytes: int) -> tuple[Any, Any]:
     private = getattr(mmap, "MAP_PRIVATE", None)
     mapping = mmap.mmap(-1, num_bytes) if private is None else \
         mmap.mmap(-1, num_bytes, flags=private | mmap.MAP_ANONYMOUS)
-    return torch.frombuffer(mapping, dtype=torch.float32), mapping
-
-
-def _fill_fresh(torch: Any, num_bytes: int) -> None:
-    t, mapping = fresh_pages(torch, num_bytes)
-    t.fill_(1.0)
+    t = torch.frombuffer(mapping, dtype=torch.float32)
+    write(t)
     del t
     mapping.close()
+
+
+def _fill(t: Any) -> None:
+    t.fill_(1.0)
 
 
 def faulted_bytes(fn: Callable[[], Any]) -> float:
@@ -680,15 +680,15 @@ def first_touch_points(torch: Any, *, dev: str, sync: Callable[[], None],
                        time_op: Callable[..., float], min_time_s: float,
                        step: Callable[[str], None],
                        num_bytes: int = FIRST_TOUCH_BYTES) -> list[OpPoint]:
-    """What writing a buffer of ``num_bytes`` on new pages (:func:`fresh_pages`) costs beyond
+    """What writing a buffer of ``num_bytes`` on new pages (:func:`write_fresh`) costs beyond
     writing a reused one (``fill_`` of each): the page faults of new memory, mapping and
     unmapping included. One point, family ``first-touch``, seconds = the difference (never
     below 0). CPU only."""
     step(f"first touch of {num_bytes / 2**20:.0f} MiB")
     for _ in range(2):   # guest pages the process has never had cost several times more
-        _fill_fresh(torch, num_bytes)
+        write_fresh(torch, num_bytes, _fill)
     kept = torch.empty(num_bytes // 4, device=dev)
-    fresh = time_op(functools.partial(_fill_fresh, torch, num_bytes), sync=sync,
+    fresh = time_op(functools.partial(write_fresh, torch, num_bytes, _fill), sync=sync,
                     min_time_s=min_time_s)
     reused = time_op(functools.partial(kept.fill_, 1.0), sync=sync, min_time_s=min_time_s)
     del kept

@@ -183,7 +183,7 @@ def measure_host_costs(num_ops: int = 200) -> HostCosts:
 
 def _fresh_output_us_per_mib(mib: int = 128, pairs: int = FRESH_PAIRS) -> float:
     """Per MiB, ``copy_`` of a ``mib`` MiB tensor into new pages
-    (:func:`~aiadvisor.hardware.calibrate.fresh_pages`, as a fresh output above glibc's mmap
+    (:func:`~aiadvisor.hardware.calibrate.write_fresh`, as a fresh output above glibc's mmap
     threshold gets them) less ``copy_`` into a reused one: the median over ``pairs`` of the two
     timed in turn, after one untimed pair (about 0.35 s). Measured on the development CPU
     (2-core Xeon VM, glibc 2.36): 0.18 ms per MiB at 33 and 64 MiB, 0.14 at 256 MiB, 0 at
@@ -192,16 +192,13 @@ def _fresh_output_us_per_mib(mib: int = 128, pairs: int = FRESH_PAIRS) -> float:
     held; a new mapping cannot). See :data:`FRESH_PAIRS` for why pairs and a median."""
     import torch
 
-    from .calibrate import fresh_pages
+    from .calibrate import write_fresh
 
     n = mib * 2**20 // 4
     src, dst = torch.ones(n), torch.empty(n)
 
     def fresh_copy() -> None:
-        out, mapping = fresh_pages(torch, n * 4)
-        out.copy_(src)
-        del out
-        mapping.close()
+        write_fresh(torch, n * 4, lambda out: out.copy_(src))
 
     dst.copy_(src)
     fresh_copy()

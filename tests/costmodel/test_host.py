@@ -292,7 +292,7 @@ def test_measured_fresh_output_cost_is_positive_whatever_the_heap_holds():
     # held); new pages are new whatever the heap holds.
     from aiadvisor.hardware.host import _fresh_output_us_per_mib
 
-    blocks = [torch.empty(2**22) for _ in range(48)]   # 768 MiB of heap freed first
+    blocks = [torch.empty(2**22) for _ in range(16)]   # 256 MiB of heap freed first
     keep = torch.empty(2**16)
     del blocks
     assert _fresh_output_us_per_mib() > 5
@@ -539,7 +539,7 @@ def test_fresh_output_cost_is_the_median_of_pairs_timed_in_turn(monkeypatch):
     clock = [0.0]
     fresh = iter([0.02e-3] + [(1 + d) * 1e-3 for d in
                               (0.15, 1.5, 0.16, 0.15, 0.9, 0.17, 0.15, 0.16, 0.15)])
-    mapped, closed = [], []
+    mapped = []
 
     class Fake:
         def __init__(self, new_pages=False):
@@ -548,16 +548,16 @@ def test_fresh_output_cost_is_the_median_of_pairs_timed_in_turn(monkeypatch):
         def copy_(self, other):
             clock[0] += next(fresh) if self.new_pages else 1e-3
 
-    def fake_fresh_pages(torch, num_bytes):
+    def fake_write_fresh(torch, num_bytes, write):
         mapped.append(num_bytes)
-        return Fake(new_pages=True), types.SimpleNamespace(close=lambda: closed.append(1))
+        write(Fake(new_pages=True))
 
     fake_torch = types.SimpleNamespace(ones=lambda n: Fake(), empty=lambda n: Fake())
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
-    monkeypatch.setattr(calibrate, "fresh_pages", fake_fresh_pages)
+    monkeypatch.setattr(calibrate, "write_fresh", fake_write_fresh)
     monkeypatch.setattr(host, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     assert host._fresh_output_us_per_mib(mib=1) == pytest.approx(160.0)
     with pytest.raises(StopIteration):   # every fresh copy was used: one untimed, nine timed
         next(fresh)
-    # Each copy had its own 1 MiB mapping, unmapped after.
-    assert mapped == [2**20] * 10 and len(closed) == 10
+    # Each copy had its own 1 MiB of new pages.
+    assert mapped == [2**20] * 10

@@ -517,7 +517,7 @@ def test_fresh_pages_fault_when_first_written_whatever_the_heap_holds():
     import functools
     import platform
 
-    from aiadvisor.hardware.calibrate import faulted_bytes, fresh_pages
+    from aiadvisor.hardware.calibrate import faulted_bytes, write_fresh
 
     if platform.system() != "Linux" or _thp_always():
         pytest.skip("counts 4 KiB minor faults (Linux without always-on huge pages)")
@@ -527,10 +527,17 @@ def test_fresh_pages_fault_when_first_written_whatever_the_heap_holds():
     blocks = [torch.empty(2**20) for _ in range(64)]
     keep = torch.empty(2**16)
     del blocks
-    new, mapping = fresh_pages(torch, 8 * 2**20)
-    assert new.dtype == torch.float32 and new.numel() == 2 * 2**20
-    assert faulted_bytes(functools.partial(new.fill_, 1.0)) >= 8 * 2**20
-    assert faulted_bytes(functools.partial(new.fill_, 2.0)) < 2**20
-    assert float(new[-1]) == 2.0
-    del new, keep
-    mapping.close()
+    seen = {}
+
+    def write(new):
+        seen["dtype"], seen["numel"] = new.dtype, new.numel()
+        seen["first"] = faulted_bytes(functools.partial(new.fill_, 1.0))
+        seen["again"] = faulted_bytes(functools.partial(new.fill_, 2.0))
+        seen["last"] = float(new[-1])
+
+    write_fresh(torch, 8 * 2**20, write)
+    assert seen["dtype"] == torch.float32 and seen["numel"] == 2 * 2**20
+    assert seen["first"] >= 8 * 2**20
+    assert seen["again"] < 2**20
+    assert seen["last"] == 2.0
+    del keep
