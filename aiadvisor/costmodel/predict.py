@@ -22,7 +22,7 @@ from ..estimate.collectives import (
 )
 from ..hardware.calibrate import base_op
 from ..hardware.fabrics import Network
-from ..schema import ModelProfile, ParallelConfig
+from ..schema import HardwareSpec, ModelProfile, ParallelConfig
 from ..units import FUSED_SUFFIX, OPTIMIZER_TRAFFIC, UNFUSED_OPTIMIZER_TENSORS, fmt_bytes
 from .devices import DeviceArrays
 from .host import (
@@ -420,6 +420,12 @@ def _measured_op_times(parts: dict[str, np.ndarray], d: int, cal: LocalCalibrati
     parts["overhead"][:, d, hit] = overhead[hit]
 
 
+def _unbenchmarked_cpus(devs: DeviceArrays, curves) -> list[tuple[int, HardwareSpec]]:
+    """``(index, spec)`` of the CPUs among ``devs`` priced without a benchmark (no curves)."""
+    return [(d, spec) for d, spec in enumerate(devs.specs)
+            if spec.kind == "cpu" and not (curves and curves[d] is not None)]
+
+
 def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], rec: np.ndarray, devs: DeviceArrays,
                           curves, notes: list[str], *, train: bool, batch: float) -> None:
     """On the attached CPU priced without a benchmark, in FP32, scale the compute and memory time
@@ -431,9 +437,7 @@ def _cpu_recurrent_anchor(parts: dict[str, np.ndarray], rec: np.ndarray, devs: D
         return
     from ..hardware.detection import recurrent_anchor
 
-    for d, spec in enumerate(devs.specs):
-        if spec.kind != "cpu" or (curves and curves[d] is not None):
-            continue
+    for d, spec in _unbenchmarked_cpus(devs, curves):
         fit = recurrent_anchor(spec, train=train)
         if fit is None:
             continue
@@ -458,9 +462,7 @@ def _cpu_conv_anchor(parts: dict[str, np.ndarray], work: DeviceWork, devs: Devic
 
     intensity = np.log(np.maximum(work.flops_per_call[rows], 1.0)
                        / np.maximum(work.bytes_per_call[rows], 1.0))
-    for d, spec in enumerate(devs.specs):
-        if spec.kind != "cpu" or (curves and curves[d] is not None):
-            continue
+    for d, spec in _unbenchmarked_cpus(devs, curves):
         fit = conv_anchor(spec, train=train)
         if fit is None:
             continue
@@ -483,9 +485,7 @@ def _cpu_random_draws(parts: dict[str, np.ndarray], work: DeviceWork, devs: Devi
         return
     from ..hardware.detection import bernoulli_anchor
 
-    for d, spec in enumerate(devs.specs):
-        if spec.kind != "cpu" or (curves and curves[d] is not None):
-            continue
+    for d, spec in _unbenchmarked_cpus(devs, curves):
         per_byte = bernoulli_anchor(spec)
         if per_byte is None:
             continue
